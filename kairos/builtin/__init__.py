@@ -1,0 +1,1 @@
+"""Built-in protocols, installed at start-up (see ``ProtocolService.install_builtins``)."""

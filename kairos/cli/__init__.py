@@ -1,0 +1,1 @@
+"""The ``kairos`` command line."""

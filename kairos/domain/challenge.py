@@ -1,0 +1,301 @@
+"""Challenges: how a step declares one, how it is shown, and how an answer is checked."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from dataclasses import dataclass
+from typing import Any
+
+from . import texts
+from .errors import MISSING_CHALLENGE_FIELD, UNKNOWN_CHALLENGE_TYPE, MarkdownError
+
+CHALLENGE_TYPES = ("shell", "mcp", "user_input", "comment")
+DEFAULT_SHELL_TIMEOUT = 30
+AFFIRMATIVE = frozenset(
+    {"yes", "y", "ok", "okay", "approve", "approved", "confirm", "confirmed", "accept",
+     "accepted", "agree", "agreed", "proceed", "go", "sure", "true", "affirmative", "yep",
+     "yeah", "granted", "allow", "allowed", "continue", "done"}
+)
+
+
+@dataclass(frozen=True)
+class Challenge:
+    """A step's declared challenge: ``type`` plus that type's parameters."""
+
+    type: str
+    params: dict[str, Any]
+    description: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """The challenge as shown to an agent, before nonce and proof_hash are added."""
+        return {"type": self.type, "description": self.description, self.type: dict(self.params)}
+
+
+def default_challenge() -> Challenge:
+    return make_challenge("comment", {"min_length": texts.DEFAULT_COMMENT_MIN_LENGTH})
+
+
+def describe(kind: str, params: dict[str, Any]) -> str:
+    if kind == "shell":
+        return f"Execute shell command: {params['cmd']}"
+    if kind == "mcp":
+        return f"Call MCP tool: {params['tool_name']}"
+    if kind == "user_input":
+        return f"User confirmation: {params['prompt']}"
+    return f"Provide a verification comment (minimum {params['min_length']} characters)"
+
+
+def make_challenge(kind: str, params: dict[str, Any], description: str | None = None) -> Challenge:
+    return Challenge(kind, params, description or describe(kind, params))
+
+
+def _need(obj: dict[str, Any], key: str, kind: str, expected: type | tuple[type, ...],
+          line: int | None) -> Any:
+    value = obj.get(key)
+    ok = isinstance(value, expected) and not isinstance(value, bool) and value != ""
+    if not ok:
+        raise MarkdownError(
+            MISSING_CHALLENGE_FIELD,
+            f"{kind} challenge needs '{kind}.{key}'"
+            + (f" on line {line}" if line else ""),
+            field=f"challenge.{kind}.{key}",
+            line=line,
+        )
+    return value
+
+
+def challenge_from_json(data: Any, line: int | None = None) -> Challenge:
+    """Validate a ``{"type": ..., "<type>": {...}}`` object from a step's json block."""
+    if not isinstance(data, dict):
+        raise MarkdownError(MISSING_CHALLENGE_FIELD, "challenge must be a JSON object",
+                            field="challenge", line=line)
+    kind = data.get("type")
+    if kind not in CHALLENGE_TYPES:
+        raise MarkdownError(
+            UNKNOWN_CHALLENGE_TYPE,
+            f"Unknown challenge type {kind!r}"
+            + (f" on line {line}" if line else "")
+            + f"; expected one of {', '.join(CHALLENGE_TYPES)}",
+            field="challenge.type",
+            expected=" | ".join(CHALLENGE_TYPES),
+            line=line,
+        )
+    body = data.get(kind)
+    if not isinstance(body, dict):
+        raise MarkdownError(MISSING_CHALLENGE_FIELD,
+                            f"{kind} challenge needs a '{kind}' object"
+                            + (f" on line {line}" if line else ""),
+                            field=f"challenge.{kind}", line=line)
+    params: dict[str, Any]
+    if kind == "shell":
+        timeout = body.get("timeout_seconds", DEFAULT_SHELL_TIMEOUT)
+        if not isinstance(timeout, int | float) or isinstance(timeout, bool) or timeout <= 0:
+            raise MarkdownError(MISSING_CHALLENGE_FIELD,
+                                "shell.timeout_seconds must be a positive number",
+                                field="challenge.shell.timeout_seconds", line=line)
+        params = {"cmd": _need(body, "cmd", kind, str, line), "timeout_seconds": timeout}
+    elif kind == "mcp":
+        params = {"tool_name": _need(body, "tool_name", kind, str, line),
+                  "expected_result": body.get("expected_result")}
+    elif kind == "user_input":
+        params = {"prompt": _need(body, "prompt", kind, str, line)}
+    else:
+        min_length = _need(body, "min_length", kind, int, line)
+        if min_length < 1:
+            raise MarkdownError(MISSING_CHALLENGE_FIELD, "comment.min_length must be ≥ 1",
+                                field="challenge.comment.min_length", line=line)
+        params = {"min_length": min_length}
+    description = data.get("description")
+    return make_challenge(kind, params, description if isinstance(description, str) else None)
+
+
+_POW = re.compile(r"^\W*proof\s+of\s+work\**\s*:\s*\**\s*(?P<spec>.*?)\s*$", re.IGNORECASE)
+_TIMEOUT = re.compile(r"^timeout\s+(?P<n>\d+(?:\.\d+)?)(?P<unit>ms|s|m|h)?\s+(?P<cmd>.+)$",
+                      re.IGNORECASE)
+_UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, None: 1}
+
+
+def match_proof_of_work(line: str) -> str | None:
+    """The spec of a ``PROOF OF WORK:`` line, or None when the line is not one."""
+    m = _POW.match(line)
+    return m.group("spec").strip("`*").strip() if m else None
+
+
+def challenge_from_pow(spec: str, line: int | None = None) -> Challenge:
+    """Parse the forms of seed 001: ``timeout 30s cmd``, ``cmd``, ``mcp tool``,
+    ``user_input "prompt"``, ``comment min_length=N``."""
+    if not spec:
+        raise MarkdownError(MISSING_CHALLENGE_FIELD, f"PROOF OF WORK on line {line} is empty",
+                            field="challenge", line=line)
+    head, _, rest = spec.partition(" ")
+    word = head.lower()
+    rest = rest.strip()
+    if word == "mcp":
+        if not rest:
+            raise MarkdownError(MISSING_CHALLENGE_FIELD,
+                                f"PROOF OF WORK: mcp needs a tool name on line {line}",
+                                field="challenge.mcp.tool_name", line=line)
+        return make_challenge("mcp", {"tool_name": rest.split()[0], "expected_result": None})
+    if word == "user_input":
+        prompt = _unquote(rest)
+        if not prompt:
+            raise MarkdownError(MISSING_CHALLENGE_FIELD,
+                                f"PROOF OF WORK: user_input needs a prompt on line {line}",
+                                field="challenge.user_input.prompt", line=line)
+        return make_challenge("user_input", {"prompt": prompt})
+    if word == "comment":
+        m = re.fullmatch(r"(?:min_length\s*=\s*(\d+))?", rest)
+        if not m:
+            raise MarkdownError(MISSING_CHALLENGE_FIELD,
+                                f"PROOF OF WORK: comment expects min_length=N on line {line}",
+                                field="challenge.comment.min_length", line=line)
+        n = int(m.group(1)) if m.group(1) else texts.DEFAULT_COMMENT_MIN_LENGTH
+        return make_challenge("comment", {"min_length": max(n, 1)})
+    if word == "shell":
+        spec = rest
+    m = _TIMEOUT.match(spec)
+    if m:
+        seconds = float(m.group("n")) * _UNITS[m.group("unit") and m.group("unit").lower()]
+        timeout: int | float = int(seconds) if seconds == int(seconds) else seconds
+        cmd = m.group("cmd").strip()
+    else:
+        timeout, cmd = DEFAULT_SHELL_TIMEOUT, spec
+    cmd = cmd.strip("`").strip()
+    if not cmd:
+        raise MarkdownError(MISSING_CHALLENGE_FIELD,
+                            f"PROOF OF WORK on line {line} has no command",
+                            field="challenge.shell.cmd", line=line)
+    return make_challenge("shell", {"cmd": cmd, "timeout_seconds": timeout})
+
+
+def _unquote(text: str) -> str:
+    try:
+        parts = shlex.split(text)
+    except ValueError:
+        return text.strip().strip("\"'")
+    return " ".join(parts) if len(parts) != 1 else parts[0]
+
+
+def parse_json_block(body: str, line: int) -> Any:
+    try:
+        return json.loads(body)
+    except json.JSONDecodeError as exc:
+        at = line + exc.lineno
+        raise MarkdownError(
+            "INVALID_CHALLENGE_JSON",
+            f"Invalid challenge JSON on line {at}: {exc.msg}",
+            field="challenge",
+            expected='{"challenge": {"type": ..., ...}}',
+            line=at,
+        ) from None
+
+
+# --- checking an answer -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Refusal:
+    code: str
+    message: str
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def check_shape(challenge: Challenge, solution: Any, nonce: str, proof_hash: str) -> Refusal | None:
+    """Structural checks, in the order an agent can act on them."""
+    if not isinstance(solution, dict):
+        return Refusal(texts.MISSING_FIELD,
+                       "Missing required field: solution (an object with type, nonce, "
+                       "proof_hash and the challenge's fields).")
+    for key in ("nonce", "proof_hash"):
+        if not isinstance(solution.get(key), str) or not solution.get(key):
+            return Refusal(texts.MISSING_FIELD,
+                           f"Missing required field: solution.{key} (string from the challenge).")
+    if solution["nonce"] != nonce:
+        return Refusal(texts.NONCE_MISMATCH, texts.MSG_NONCE_MISMATCH)
+    if solution["proof_hash"] != proof_hash:
+        return Refusal(texts.PROOF_HASH_MISMATCH, texts.MSG_PROOF_HASH_MISMATCH)
+    kind = solution.get("type")
+    if not isinstance(kind, str) or not kind:
+        return Refusal(texts.MISSING_FIELD,
+                       f"Missing required field: solution.type (expected '{challenge.type}').")
+    if kind != challenge.type:
+        return Refusal(texts.TYPE_MISMATCH,
+                       f"Solution type '{kind}' does not match challenge type "
+                       f"'{challenge.type}'.")
+    body = solution.get(kind)
+    if not isinstance(body, dict):
+        return Refusal(texts.MISSING_FIELD,
+                       f"Missing required field: solution.{kind} (object).")
+    required: dict[str, tuple[str, Any]] = {
+        "shell": ("exit_code", _is_int),
+        "mcp": ("success", lambda v: isinstance(v, bool)),
+        "user_input": ("confirmation", lambda v: isinstance(v, str | bool)),
+        "comment": ("text", lambda v: isinstance(v, str)),
+    }
+    field, valid = required[kind]
+    if field not in body or not valid(body[field]):
+        expected = {"exit_code": "integer", "success": "boolean",
+                    "confirmation": "string", "text": "string"}[field]
+        return Refusal(texts.MISSING_FIELD,
+                       f"Missing required field: solution.{kind}.{field} ({expected}).")
+    return None
+
+
+def check_outcome(challenge: Challenge, solution: dict[str, Any]) -> Refusal | None:
+    """Semantic checks once the shape is right (relevance is checked separately)."""
+    body = solution[challenge.type]
+    if challenge.type == "shell":
+        if body["exit_code"] != 0:
+            return Refusal(texts.COMMAND_FAILED,
+                           f"Command failed with exit code {body['exit_code']}.")
+    elif challenge.type == "mcp":
+        tool = body.get("tool_name")
+        expected_tool = challenge.params["tool_name"]
+        if tool is not None and tool != expected_tool:
+            return Refusal(texts.COMMAND_FAILED,
+                           f"MCP tool mismatch: expected '{expected_tool}', got '{tool}'.")
+        if body["success"] is not True:
+            return Refusal(texts.COMMAND_FAILED, f"MCP tool call '{expected_tool}' failed.")
+        expected = challenge.params.get("expected_result")
+        if expected is not None and body.get("result") != expected:
+            return Refusal(texts.COMMAND_FAILED,
+                           f"MCP tool '{expected_tool}' did not return the expected result.")
+    elif challenge.type == "user_input":
+        if not is_affirmative(body["confirmation"]):
+            return Refusal(texts.USER_DECLINED, "The user declined the confirmation.")
+    else:
+        length = len(body["text"].strip())
+        minimum = challenge.params["min_length"]
+        if length < minimum:
+            return Refusal(texts.COMMENT_TOO_SHORT,
+                           f"Comment too short: {length} characters, minimum {minimum}.")
+    return None
+
+
+def is_affirmative(confirmation: str | bool) -> bool:
+    if isinstance(confirmation, bool):
+        return confirmation
+    words = re.findall(r"[a-z]+", confirmation.lower())
+    return bool(words) and words[0] in AFFIRMATIVE
+
+
+COMMENT_RELEVANCE_THRESHOLD = 0.15
+
+
+def check_relevance(similarity: float | None) -> Refusal | None:
+    """A comment must be about its step; skipped (None) when no vectors are available."""
+    if similarity is None or similarity >= COMMENT_RELEVANCE_THRESHOLD:
+        return None
+    return Refusal(texts.COMMENT_IRRELEVANT,
+                   "Comment is not related to this step. Describe what you did for this step.")
+
+
+def from_issued(issued: dict[str, Any]) -> Challenge:
+    """The Challenge behind a challenge dict as it was shown to the agent."""
+    kind = issued["type"]
+    return Challenge(kind, dict(issued[kind]), issued["description"])

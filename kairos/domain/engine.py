@@ -1,0 +1,194 @@
+"""The execution engine: a pure state machine over one run.
+
+Drivers load a run's state and its protocol's steps, call ``begin`` or ``answer`` with the
+fresh nonce and the time, and store what comes back. Nothing here touches I/O.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from . import texts
+from .challenge import (
+    Challenge,
+    Refusal,
+    check_outcome,
+    check_relevance,
+    check_shape,
+    from_issued,
+)
+from .proof import chain_hash
+
+ACTIVE = "active"          # steps remain to be proven through kairos_next
+COMPLETED = "completed"    # the last step is shown; kairos_attest may add its proof
+FINISHED = "finished"      # kairos_attest recorded the outcome
+
+
+@dataclass(frozen=True)
+class StepView:
+    uri: str
+    content: str
+    challenge: Challenge
+
+
+@dataclass(frozen=True)
+class RunState:
+    """Everything a replica needs to continue a run; the driver persists it as one row."""
+
+    run_id: str
+    step_index: int                 # the step whose challenge is pending
+    challenge: dict[str, Any] | None  # the pending challenge as issued (nonce, proof_hash)
+    head: str                       # hash of the latest accepted proof, GENESIS at first
+    retry_count: int = 0
+    attempt: int = 1
+    status: str = ACTIVE
+
+    @property
+    def nonce(self) -> str | None:
+        return self.challenge["nonce"] if self.challenge else None
+
+
+def issue(challenge: Challenge, nonce: str, proof_hash: str) -> dict[str, Any]:
+    """The challenge shown to the agent: type, description, nonce, proof_hash, parameters."""
+    return {
+        "type": challenge.type,
+        "description": challenge.description,
+        "nonce": nonce,
+        "proof_hash": proof_hash,
+        challenge.type: dict(challenge.params),
+    }
+
+
+def step_response(
+    step: StepView,
+    challenge: dict[str, Any],
+    next_action: str,
+    *,
+    must_obey: bool = True,
+    message: str | None = None,
+    error_code: str | None = None,
+    retry_count: int | None = None,
+    proof_hash: str | None = None,
+) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "must_obey": must_obey,
+        "current_step": {"uri": step.uri, "content": step.content,
+                         "mimeType": texts.MIME_MARKDOWN},
+        "challenge": challenge,
+    }
+    if message is not None:
+        body["message"] = message
+    body["next_action"] = next_action
+    if error_code is not None:
+        body["error_code"] = error_code
+        body["retry_count"] = retry_count
+    if proof_hash is not None:
+        body["proof_hash"] = proof_hash
+    return body
+
+
+def _after_shown(steps: list[StepView], index: int) -> tuple[str | None, str]:
+    """Message and next_action for a response that shows step ``index`` after a success."""
+    if index == len(steps) - 1:
+        return texts.MSG_COMPLETED, texts.next_action_run_complete(steps[index].uri)
+    return None, texts.next_action_next(steps[index + 1].uri)
+
+
+def begin(steps: list[StepView], requested: int, run_id: str, nonce: str
+          ) -> tuple[RunState, dict[str, Any]]:
+    """Start a run at step 1, whichever step was asked for (seed 004)."""
+    first = steps[0]
+    challenge = issue(first.challenge, nonce, texts.GENESIS_HASH)
+    single = len(steps) == 1
+    state = RunState(run_id, 0, challenge, texts.GENESIS_HASH,
+                     status=COMPLETED if single else ACTIVE)
+    if single:
+        message: str | None = texts.MSG_SINGLE_STEP
+        action = texts.next_action_attest_single(first.uri)
+    else:
+        message = texts.MSG_REDIRECTED if requested != 0 else None
+        action = texts.next_action_next(steps[1].uri)
+    return state, step_response(first, challenge, action, message=message)
+
+
+@dataclass(frozen=True)
+class Accepted:
+    state: RunState
+    record: dict[str, Any]   # the proof record, including its proof_hash
+    response: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Refused:
+    state: RunState
+    refusal: Refusal
+    response: dict[str, Any]
+
+
+def pending_refusal(state: RunState, solution: Any) -> Refusal | None:
+    """Shape and outcome checks of ``solution`` against the pending challenge."""
+    assert state.challenge is not None
+    challenge = from_issued(state.challenge)
+    return (check_shape(challenge, solution, state.challenge["nonce"], state.head)
+            or check_outcome(challenge, solution))
+
+
+def answer(
+    steps: list[StepView],
+    state: RunState,
+    solution: Any,
+    *,
+    sent_uri: str,
+    new_nonce: str,
+    now: str,
+    relevance: float | None = None,
+    tool: str = "kairos_next",
+) -> Accepted | Refused:
+    """Judge an answer to the pending challenge; ``relevance`` is the comment's similarity
+    to its step when vectors are available (None skips that check)."""
+    if state.challenge is None:
+        raise ValueError("run has no pending challenge")
+    refusal = pending_refusal(state, solution) or check_relevance(relevance)
+    index = state.step_index
+    if refusal is not None:
+        retries = state.retry_count + 1
+        step = steps[index]
+        fresh = issue(from_issued(state.challenge), new_nonce, state.head)
+        new_state = replace(state, challenge=fresh, retry_count=retries,
+                            attempt=state.attempt + 1)
+        if retries >= texts.MAX_RETRIES:
+            response = step_response(step, fresh, texts.next_action_max_retries(step.uri),
+                                     must_obey=False, message=texts.MSG_MAX_RETRIES,
+                                     error_code=texts.MAX_RETRIES_EXCEEDED,
+                                     retry_count=retries)
+        else:
+            response = step_response(step, fresh, texts.next_action_retry(sent_uri, tool),
+                                     message=refusal.message, error_code=refusal.code,
+                                     retry_count=retries)
+        return Refused(new_state, refusal, response)
+
+    record: dict[str, Any] = {
+        "run_id": state.run_id,
+        "step_uri": steps[index].uri,
+        "step_index": index,
+        "challenge": state.challenge,
+        "nonce": state.challenge["nonce"],
+        "solution": solution,
+        "previous_hash": state.head,
+        "time": now,
+    }
+    proof_hash = chain_hash(state.head, record)
+    record["proof_hash"] = proof_hash
+    shown = index + 1
+    if shown >= len(steps):  # the last step's proof came through kairos_attest
+        new_state = replace(state, step_index=shown, challenge=None, head=proof_hash,
+                            retry_count=0, attempt=1, status=FINISHED)
+        return Accepted(new_state, record, {})
+    step = steps[shown]
+    fresh = issue(step.challenge, new_nonce, proof_hash)
+    new_state = RunState(state.run_id, shown, fresh, proof_hash,
+                         status=COMPLETED if shown == len(steps) - 1 else ACTIVE)
+    message, action = _after_shown(steps, shown)
+    response = step_response(step, fresh, action, message=message, proof_hash=proof_hash)
+    return Accepted(new_state, record, response)

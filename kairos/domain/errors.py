@@ -1,0 +1,87 @@
+"""The one exception hierarchy. Surfaces map it to MCP tool errors and HTTP statuses."""
+
+from __future__ import annotations
+
+from typing import Any
+
+# Structured error codes (not the step-answer codes, which live in ``texts``).
+INVALID_INPUT = "INVALID_INPUT"
+INVALID_URI = "INVALID_URI"
+NOT_FOUND = "NOT_FOUND"
+DUPLICATE_CHAIN = "DUPLICATE_CHAIN"
+SIMILAR_MEMORY_FOUND = "SIMILAR_MEMORY_FOUND"
+DOCUMENT_TOO_LARGE = "DOCUMENT_TOO_LARGE"
+NO_HEADING = "NO_HEADING"
+INVALID_CHALLENGE_JSON = "INVALID_CHALLENGE_JSON"
+UNKNOWN_CHALLENGE_TYPE = "UNKNOWN_CHALLENGE_TYPE"
+MISSING_CHALLENGE_FIELD = "MISSING_CHALLENGE_FIELD"
+NO_ACTIVE_RUN = "NO_ACTIVE_RUN"
+BUILTIN_READ_ONLY = "BUILTIN_READ_ONLY"
+UNAUTHORIZED = "UNAUTHORIZED"
+CONFLICT = "CONFLICT"
+
+
+class KairosError(Exception):
+    """An error a caller can act on: a code, a message, and where the problem is."""
+
+    status = 400
+
+    def __init__(
+        self,
+        code: str,
+        message: str,
+        *,
+        field: str | None = None,
+        expected: str | None = None,
+        line: int | None = None,
+        details: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.field = field
+        self.expected = expected
+        self.line = line
+        self.details = details
+
+    def to_dict(self) -> dict[str, Any]:
+        body: dict[str, Any] = {"error_code": self.code, "message": self.message}
+        for key in ("field", "expected", "line", "details"):
+            value = getattr(self, key)
+            if value is not None:
+                body[key] = value
+        return body
+
+
+class ValidationError(KairosError):
+    status = 422
+
+    def __init__(self, field: str, expected: str, message: str | None = None, **kw: Any) -> None:
+        super().__init__(
+            kw.pop("code", INVALID_INPUT),
+            message or f"Invalid {field}: expected {expected}.",
+            field=field,
+            expected=expected,
+            **kw,
+        )
+
+
+class MarkdownError(KairosError):
+    """A document that cannot be minted; ``line`` is 1-based."""
+
+    status = 422
+
+
+class NotFoundError(KairosError):
+    status = 404
+
+    def __init__(self, message: str, *, field: str = "uri") -> None:
+        super().__init__(NOT_FOUND, message, field=field)
+
+
+class ConflictError(KairosError):
+    status = 409
+
+
+class AuthError(KairosError):
+    status = 401

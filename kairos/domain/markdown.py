@@ -1,0 +1,255 @@
+"""Markdown ⇄ protocols. One H1 is a protocol, every H2 starts a step.
+
+Headings inside fenced code blocks are content, not structure, so shell snippets with
+``# comments`` survive. ``render`` is the inverse of ``parse`` on parsed protocols.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+
+from .challenge import (
+    Challenge,
+    challenge_from_json,
+    challenge_from_pow,
+    default_challenge,
+    match_proof_of_work,
+    parse_json_block,
+)
+from .errors import DOCUMENT_TOO_LARGE, NO_HEADING, MarkdownError
+
+MAX_DOCUMENT_BYTES = 1_000_000
+_H1 = re.compile(r"^ {0,3}#(?!#)[ \t]+(?P<text>.*?)(?:[ \t]+#+)?[ \t]*$")
+_H2 = re.compile(r"^ {0,3}##(?!#)[ \t]+(?P<text>.*?)(?:[ \t]+#+)?[ \t]*$")
+_FENCE = re.compile(r"^ {0,3}(?P<fence>`{3,}|~{3,})(?P<info>[^`]*)$")
+_LABEL_PREFIX = re.compile(
+    r"^(?:step\s+\d+[a-z]?\b\s*[:.)\-–—]*\s*|\d+\s*[.:)\-–—]+(?:\s+|$))", re.IGNORECASE
+)
+
+
+@dataclass(frozen=True)
+class StepDraft:
+    label: str
+    content: str
+    challenge: Challenge = field(default_factory=default_challenge)
+
+
+@dataclass(frozen=True)
+class ProtocolDraft:
+    title: str
+    steps: tuple[StepDraft, ...]
+    intro: str = ""
+    line: int = 1
+
+    @property
+    def tags(self) -> list[str]:
+        return derive_tags(self.title, [s.label for s in self.steps],
+                           [s.content for s in self.steps])
+
+
+def clean_label(heading: str) -> str:
+    """``Step 1 — Setup`` → ``Setup``; ``3. Build`` → ``Build``; ``007 — Ship`` → ``Ship``.
+
+    Idempotent, so a rendered label parses back to itself.
+    """
+    label = heading.strip()
+    while True:
+        stripped = _LABEL_PREFIX.sub("", label, count=1).strip()
+        if not stripped or stripped == label:
+            return label
+        label = stripped
+
+
+def _fence_map(lines: list[str]) -> list[bool]:
+    """For each line, whether it belongs to a fenced code block (fence lines included)."""
+    inside: list[bool] = []
+    open_fence: str | None = None
+    for line in lines:
+        m = _FENCE.match(line)
+        if open_fence is None:
+            if m:
+                open_fence = m.group("fence")
+                inside.append(True)
+                continue
+            inside.append(False)
+        else:
+            inside.append(True)
+            if m and not m.group("info").strip():
+                fence = m.group("fence")
+                if fence[0] == open_fence[0] and len(fence) >= len(open_fence):
+                    open_fence = None
+    return inside
+
+
+def _trim(lines: list[str]) -> str:
+    text = "\n".join(lines).rstrip()
+    return text.lstrip("\n") if text.strip() else ""
+
+
+def _strip_leading_blank(lines: list[str], start: int) -> tuple[list[str], int]:
+    while lines and not lines[0].strip():
+        lines = lines[1:]
+        start += 1
+    return lines, start
+
+
+def _fenced_blocks(lines: list[str]) -> list[tuple[int, int, str]]:
+    """(opening line, closing line, info string) of each closed fenced block."""
+    blocks: list[tuple[int, int, str]] = []
+    open_at, fence, info = -1, "", ""
+    for i, line in enumerate(lines):
+        m = _FENCE.match(line)
+        if open_at < 0:
+            if m:
+                open_at, fence, info = i, m.group("fence"), m.group("info").strip()
+        elif (m and not m.group("info").strip() and m.group("fence")[0] == fence[0]
+              and len(m.group("fence")) >= len(fence)):
+            blocks.append((open_at, i, info))
+            open_at = -1
+    return blocks
+
+
+def read_challenge(body: list[str], first_line: int) -> Challenge:
+    """A step's challenge: its trailing ```json block with a ``challenge`` key, else its last
+    ``PROOF OF WORK:`` line, else the default comment challenge (DESIGN rule 4)."""
+    end = len(body)
+    while end and not body[end - 1].strip():
+        end -= 1
+    blocks = _fenced_blocks(body)
+    if blocks and blocks[-1][1] == end - 1 and blocks[-1][2].lower() == "json":
+        start = blocks[-1][0]
+        text = "\n".join(body[start + 1 : end - 1])
+        if '"challenge"' in text:
+            data = parse_json_block(text, first_line + start)
+            if isinstance(data, dict) and "challenge" in data:
+                return challenge_from_json(data["challenge"], first_line + start + 1)
+    found: Challenge | None = None
+    fenced = _fence_map(body)
+    for i, line in enumerate(body):
+        if fenced[i]:
+            continue
+        spec = match_proof_of_work(line)
+        if spec is not None:
+            found = challenge_from_pow(spec, first_line + i)
+    return found or default_challenge()
+
+
+def parse(doc: str) -> list[ProtocolDraft]:
+    """Parse a markdown document into protocols; raises MarkdownError naming the line."""
+    if len(doc.encode("utf-8")) > MAX_DOCUMENT_BYTES:
+        raise MarkdownError(
+            DOCUMENT_TOO_LARGE,
+            f"Document is {len(doc.encode('utf-8'))} bytes; the limit is {MAX_DOCUMENT_BYTES}.",
+            field="markdown_doc",
+            expected=f"at most {MAX_DOCUMENT_BYTES} bytes",
+        )
+    lines = doc.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    fenced = _fence_map(lines)
+    heads: list[tuple[int, int, str]] = []  # (index, level, text)
+    for i, line in enumerate(lines):
+        if fenced[i]:
+            continue
+        m1 = _H1.match(line)
+        if m1:
+            heads.append((i, 1, m1.group("text").strip()))
+            continue
+        m2 = _H2.match(line)
+        if m2:
+            heads.append((i, 2, m2.group("text").strip()))
+    if not heads:
+        raise MarkdownError(NO_HEADING,
+                            "Line 1: the document has no heading; start a protocol with "
+                            "'# Title' and each step with '## Step label'.",
+                            field="markdown_doc", expected="a '# Title' line", line=1)
+    has_h1 = any(level == 1 for _, level, _ in heads)
+    if has_h1 and heads[0][1] == 2:
+        idx = heads[0][0]
+        raise MarkdownError(NO_HEADING,
+                            f"Step heading on line {idx + 1} comes before any '# Title'.",
+                            field="markdown_doc", expected="a '# Title' before steps",
+                            line=idx + 1)
+    groups: list[tuple[int, str, list[tuple[int, int, str]]]] = []
+    for head in heads:
+        if head[1] == 1 or not groups:
+            title = head[2] if head[1] == 1 else clean_label(head[2])
+            groups.append((head[0], title, [] if head[1] == 1 else [head]))
+        else:
+            groups[-1][2].append(head)
+    protocols: list[ProtocolDraft] = []
+    bounds = [g[0] for g in groups] + [len(lines)]
+    for gi, (start, title, steps) in enumerate(groups):
+        end = bounds[gi + 1]
+        if not title:
+            raise MarkdownError(NO_HEADING, f"Empty title on line {start + 1}.",
+                                field="markdown_doc", line=start + 1)
+        first_step = steps[0][0] if steps else end
+        intro_start = start + 1 if has_h1 else start
+        intro = _trim(lines[intro_start:first_step]) if has_h1 else ""
+        drafts: list[StepDraft] = []
+        if not steps:
+            body, at = _strip_leading_blank(lines[start + 1 : end], start + 2)
+            if not "".join(body).strip():
+                raise MarkdownError(NO_HEADING,
+                                    f"Protocol '{title}' on line {start + 1} has no steps: add "
+                                    "'## Step' headings or a body.",
+                                    field="markdown_doc", line=start + 1)
+            challenge = read_challenge(body, at)
+            drafts.append(StepDraft(title, _trim(body), challenge))
+            intro = ""
+        step_bounds = [s[0] for s in steps] + [end]
+        for si, (hidx, _, text) in enumerate(steps):
+            body, at = _strip_leading_blank(lines[hidx + 1 : step_bounds[si + 1]], hidx + 2)
+            challenge = read_challenge(body, at)
+            drafts.append(StepDraft(clean_label(text), _trim(body), challenge))
+        protocols.append(ProtocolDraft(title, tuple(drafts), intro, start + 1))
+    return protocols
+
+
+def render(protocol: ProtocolDraft) -> str:
+    """Markdown that parses back to ``protocol``."""
+    parts = [f"# {protocol.title}"]
+    if protocol.intro:
+        parts.append(protocol.intro)
+    for step in protocol.steps:
+        parts.append(f"## {step.label}")
+        if step.content:
+            parts.append(step.content)
+    return "\n\n".join(parts) + "\n"
+
+
+def render_step(label: str, content: str) -> str:
+    return f"## {label}\n\n{content}\n" if content else f"## {label}\n"
+
+
+_NOT_TAGS = re.compile(r"```json.*?```|^\W*proof\s+of\s+work.*$", re.IGNORECASE | re.DOTALL | re.M)
+_WORD = re.compile(r"[a-z][a-z0-9+#_-]*[a-z0-9+#]|[a-z]{2,}")
+STOPWORDS = frozenset(
+    """a about above after again against all also am an and any are as at be because been
+    before being below between both but by can could did do does doing down during each
+    else few for from further get got had has have having he her here hers him his how if
+    in into is it its itself just let may me might more most must my no nor not now of off
+    on once only or other our out over own per same shall she should so some such than that
+    the their them then there these they this those through to too under until up upon us
+    use used using very via was we were what when where which while who whom why will with
+    would you your yours step steps run make sure one two three first next file path new
+    like want need etc""".split()  # noqa: SIM905
+)
+
+
+def derive_tags(title: str, labels: list[str], contents: list[str], limit: int = 5) -> list[str]:
+    """Keywords weighted by where they appear: title ×3, step labels ×2, bodies ×1."""
+    contents = [_NOT_TAGS.sub(" ", c) for c in contents]
+    scores: Counter[str] = Counter()
+    order: dict[str, int] = {}
+    for weight, texts in ((3, [title]), (2, labels), (1, contents)):
+        for text in texts:
+            for word in _WORD.findall(text.lower()):
+                word = word.strip("-_")
+                if len(word) < 3 or word in STOPWORDS or word.isdigit():
+                    continue
+                scores[word] += weight
+                order.setdefault(word, len(order))
+    ranked = sorted(scores, key=lambda w: (-scores[w], order[w]))
+    return ranked[:limit]

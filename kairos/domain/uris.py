@@ -1,0 +1,30 @@
+"""``kairos://mem/<uuid>`` URIs."""
+
+from __future__ import annotations
+
+import uuid
+
+from .errors import INVALID_URI, ValidationError
+from .texts import URI_PREFIX
+
+
+def to_uri(step_id: str) -> str:
+    return URI_PREFIX + step_id
+
+
+def parse_uri(uri: object, field: str = "uri") -> str:
+    """The step id inside a URI; a structured error when it is not one."""
+    expected = "a URI of the form kairos://mem/<uuid>"
+    if not isinstance(uri, str) or not uri.startswith(URI_PREFIX):
+        raise ValidationError(field, expected, code=INVALID_URI,
+                              message=f"Invalid {field} {uri!r}: expected {expected}.")
+    raw = uri[len(URI_PREFIX):]
+    try:
+        return str(uuid.UUID(raw))
+    except ValueError:
+        raise ValidationError(field, expected, code=INVALID_URI,
+                              message=f"Invalid {field} {uri!r}: expected {expected}.") from None
+
+
+def new_id() -> str:
+    return str(uuid.uuid4())

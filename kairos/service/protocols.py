@@ -1,0 +1,334 @@
+"""Use cases for protocols: mint, update, delete, dump, and the built-ins."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import uuid
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+from sqlalchemy.exc import IntegrityError
+
+from ..domain import errors, markdown
+from ..domain.challenge import Challenge, from_issued
+from ..domain.engine import StepView
+from ..domain.errors import ConflictError, KairosError, NotFoundError, ValidationError
+from ..domain.uris import new_id, parse_uri, to_uri
+from ..store.db import Store
+from ..store.repo import Repo, Row
+from .clock import now
+
+BUILTIN_SPACE = "_builtin"
+BUILTINS = {
+    "00000000-0000-0000-0000-000000002001": "create_protocol.md",
+    "00000000-0000-0000-0000-000000002002": "refine_search.md",
+}
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who is calling: the space they may see, and the identity that owns their runs."""
+
+    space: str = "default"
+    id: str = "local"
+
+
+def title_key(title: str) -> str:
+    return re.sub(r"\s+", " ", title).strip().casefold()
+
+
+def challenge_of(row: Row) -> Challenge:
+    return from_issued(dict(row["challenge"]))
+
+
+def step_views(rows: list[Row]) -> list[StepView]:
+    return [StepView(to_uri(r["id"]), r["content"], challenge_of(r)) for r in rows]
+
+
+def draft_of(protocol: Row, steps: list[Row]) -> markdown.ProtocolDraft:
+    return markdown.ProtocolDraft(
+        protocol["title"],
+        tuple(markdown.StepDraft(s["label"], s["content"], challenge_of(s)) for s in steps),
+        protocol["intro"],
+    )
+
+
+def _step_row(step_id: str, protocol_id: str, space: str, position: int,
+              draft: markdown.StepDraft, stamp: str) -> dict[str, Any]:
+    return {"id": step_id, "protocol_id": protocol_id, "space": space, "position": position,
+            "label": draft.label, "content": draft.content,
+            "challenge": draft.challenge.to_dict(), "updated_at": stamp}
+
+
+class ProtocolService:
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    # --- lookup ----------------------------------------------------------------------------
+
+    def resolve(self, repo: Repo, uri: object, caller: Caller, *, field: str = "uri",
+                writable: bool = False) -> tuple[Row, Row, list[Row]]:
+        """(step, protocol, steps) for a step URI the caller may see; 404 otherwise."""
+        step_id = parse_uri(uri, field)
+        step = repo.step(step_id)
+        protocol = repo.protocol(step["protocol_id"]) if step else None
+        if step is None or protocol is None or (
+                protocol["space"] != caller.space and not protocol["builtin"]):
+            raise NotFoundError(f"No protocol step at {uri}.", field=field)
+        if writable and protocol["builtin"]:
+            raise KairosError(errors.BUILTIN_READ_ONLY,
+                              f"{uri} belongs to a built-in protocol, which cannot be changed.",
+                              field=field)
+        return step, protocol, repo.steps_of(protocol["id"])
+
+    # --- mint ------------------------------------------------------------------------------
+
+    def mint(self, markdown_doc: Any, caller: Caller, *, llm_model_id: str | None = None,
+             force_update: bool = False) -> dict[str, Any]:
+        if not isinstance(markdown_doc, str) or not markdown_doc.strip():
+            raise ValidationError("markdown_doc", "a non-empty markdown string")
+        drafts = markdown.parse(markdown_doc)
+        seen: set[str] = set()
+        for d in drafts:
+            if title_key(d.title) in seen:
+                raise ConflictError(errors.DUPLICATE_CHAIN,
+                                    f"The document has two protocols titled '{d.title}'.",
+                                    field="markdown_doc", line=d.line)
+            seen.add(title_key(d.title))
+        items = []
+        try:
+            with self.store.write() as repo:
+                for draft in drafts:
+                    items.append(self._store_draft(repo, draft, caller.space, llm_model_id,
+                                                   force_update))
+        except IntegrityError:
+            # Another writer stored the same title between our check and our insert.
+            raise ConflictError(errors.DUPLICATE_CHAIN,
+                                "A protocol with this title was just stored by another "
+                                "writer. Pass force_update=true to replace it.",
+                                field="markdown_doc") from None
+        return {"status": "stored", "items": items, "total": len(items)}
+
+    def _store_draft(self, repo: Repo, draft: markdown.ProtocolDraft, space: str,
+                     llm_model_id: str | None, force_update: bool, *,
+                     builtin: bool = False, protocol_id: str | None = None,
+                     step_ids: list[str] | None = None,
+                     source_hash: str | None = None) -> dict[str, Any]:
+        stamp = now()
+        key = title_key(draft.title)
+        existing = (repo.protocol(protocol_id) if protocol_id
+                    else repo.protocol_by_title(space, key))
+        updated = existing is not None
+        if existing is not None and not force_update:
+            old = repo.steps_of(existing["id"])
+            raise ConflictError(
+                errors.DUPLICATE_CHAIN,
+                f"A protocol titled '{draft.title}' already exists in space '{space}' "
+                f"({to_uri(old[0]['id']) if old else existing['id']}). "
+                "Pass force_update=true to replace it.",
+                field="markdown_doc", line=draft.line,
+                details={"uri": to_uri(old[0]["id"]) if old else None},
+            )
+        values = {"title": draft.title, "title_key": key, "intro": draft.intro,
+                  "tags": draft.tags, "updated_at": stamp, "llm_model_id": llm_model_id,
+                  "source_hash": source_hash}
+        if existing is None:
+            pid = protocol_id or new_id()
+            repo.insert_protocol(id=pid, space=space, builtin=builtin, created_at=stamp,
+                                 **values)
+            old_steps: list[Row] = []
+        else:
+            pid = existing["id"]
+            repo.update_protocol(pid, **values)
+            old_steps = repo.steps_of(pid)
+        ids = step_ids or self._reuse_ids(old_steps, draft)
+        new_rows = [_step_row(ids[i], pid, space, i, s, stamp) for i, s in enumerate(draft.steps)]
+        repo.delete_steps(r["id"] for r in old_steps)
+        repo.insert_steps(new_rows)
+        return {
+            "uri": to_uri(new_rows[0]["id"]),
+            "chain_label": draft.title,
+            "label": draft.steps[0].label,
+            "tags": draft.tags,
+            "step_count": len(new_rows),
+            "steps": [{"uri": to_uri(r["id"]), "label": r["label"]} for r in new_rows],
+            "updated": updated,
+        }
+
+    @staticmethod
+    def _reuse_ids(old: list[Row], draft: markdown.ProtocolDraft) -> list[str]:
+        """Steps keep their URI when their label survives (first unused match wins), and
+        otherwise when the same content stands at the same position."""
+        free = {r["id"]: r for r in old}
+        ids: list[str] = []
+        for pos, step in enumerate(draft.steps):
+            match = next((i for i, r in free.items() if r["label"] == step.label), None)
+            if match is None:
+                match = next((i for i, r in free.items()
+                              if r["content"] == step.content and r["position"] == pos), None)
+            if match is None:
+                ids.append(new_id())
+            else:
+                ids.append(match)
+                del free[match]
+        return ids
+
+    # --- dump ------------------------------------------------------------------------------
+
+    def dump(self, uri: Any, caller: Caller, *, protocol: bool = False) -> dict[str, Any]:
+        with self.store.read() as repo:
+            step, proto, steps = self.resolve(repo, uri, caller)
+        if protocol:
+            draft = draft_of(proto, steps)
+            return {
+                "uri": to_uri(steps[0]["id"]),
+                "chain_label": proto["title"],
+                "tags": proto["tags"],
+                "step_count": len(steps),
+                "steps": [{"uri": to_uri(s["id"]), "label": s["label"]} for s in steps],
+                "markdown_doc": markdown.render(draft),
+            }
+        return {
+            "uri": to_uri(step["id"]),
+            "label": step["label"],
+            "chain_label": proto["title"],
+            "protocol_uri": to_uri(steps[0]["id"]),
+            "position": step["position"] + 1,
+            "step_count": len(steps),
+            "content": step["content"],
+            "mimeType": "text/markdown",
+            "challenge": dict(step["challenge"]),
+            "markdown_doc": markdown.render_step(step["label"], step["content"]),
+        }
+
+    # --- update and delete -----------------------------------------------------------------
+
+    def update(self, uris: Any, caller: Caller, *, markdown_doc: Any = None,
+               updates: Any = None) -> dict[str, Any]:
+        uri_list = _uri_list(uris)
+        docs: list[str | None]
+        if markdown_doc is None:
+            docs = [None] * len(uri_list)
+        elif isinstance(markdown_doc, str):
+            docs = [markdown_doc] * len(uri_list)
+        elif isinstance(markdown_doc, list) and len(markdown_doc) == len(uri_list) and all(
+                isinstance(d, str) for d in markdown_doc):
+            docs = list(markdown_doc)
+        else:
+            raise ValidationError("markdown_doc",
+                                  "a markdown string, or a list of strings one per uri")
+        if updates is not None and not isinstance(updates, dict):
+            raise ValidationError("updates", "an object with label and/or content")
+        unknown = set(updates or {}) - {"label", "content"}
+        if unknown:
+            raise ValidationError("updates", "only the keys label and content",
+                                  message=f"Unknown update field(s): {', '.join(sorted(unknown))}"
+                                          "; expected label and/or content.")
+        if markdown_doc is None and not updates:
+            raise ValidationError("markdown_doc", "markdown_doc or updates")
+        results = []
+        for uri, doc in zip(uri_list, docs, strict=True):
+            try:
+                results.append(self._update_one(uri, caller, doc, updates or {}))
+            except KairosError as exc:
+                results.append({"uri": uri, "status": "error", **exc.to_dict()})
+        ok = sum(r["status"] == "updated" for r in results)
+        return {"results": results, "total_updated": ok, "total_failed": len(results) - ok}
+
+    def _update_one(self, uri: str, caller: Caller, doc: str | None,
+                    updates: dict[str, Any]) -> dict[str, Any]:
+        label, content = updates.get("label"), updates.get("content")
+        for name, value in (("label", label), ("content", content)):
+            if value is not None and not isinstance(value, str):
+                raise ValidationError(f"updates.{name}", "a string")
+        if doc is not None:
+            if len(doc.encode("utf-8")) > markdown.MAX_DOCUMENT_BYTES:
+                markdown.parse(doc)  # raises the size error
+            lines = doc.replace("\r\n", "\n").split("\n")
+            first = next((i for i, line in enumerate(lines) if line.strip()), 0)
+            m = re.match(r"^ {0,3}##?[ \t]+(.*?)[ \t]*$", lines[first]) if lines else None
+            if m:
+                label = markdown.clean_label(m.group(1))
+                content = "\n".join(lines[first + 1:])
+            else:
+                content = doc
+        with self.store.write() as repo:
+            step, proto, _steps = self.resolve(repo, uri, caller, writable=True)
+            new_label = label if label is not None and label.strip() else step["label"]
+            body = content if content is not None else step["content"]
+            probe = f"# {proto['title']}\n\n## {new_label}\n\n{body}\n"
+            parsed = markdown.parse(probe)
+            if len(parsed) != 1 or len(parsed[0].steps) != 1:
+                raise ValidationError("markdown_doc", "the body of one step, without H1/H2 "
+                                      "headings outside code blocks")
+            new_step = parsed[0].steps[0]
+            stamp = now()
+            repo.update_step(step["id"], label=new_step.label, content=new_step.content,
+                             challenge=new_step.challenge.to_dict(), updated_at=stamp)
+            rows = repo.steps_of(proto["id"])
+            draft = draft_of(proto, rows)
+            repo.update_protocol(proto["id"], tags=draft.tags, updated_at=stamp)
+        return {"uri": uri, "status": "updated", "label": new_step.label,
+                "challenge": new_step.challenge.to_dict()}
+
+    def delete(self, uris: Any, caller: Caller, *, protocol: bool = False) -> dict[str, Any]:
+        results = []
+        for uri in _uri_list(uris):
+            try:
+                with self.store.write() as repo:
+                    step, proto, steps = self.resolve(repo, uri, caller, writable=True)
+                    if protocol or len(steps) == 1:
+                        repo.delete_protocol(proto["id"])
+                        removed = [to_uri(s["id"]) for s in steps]
+                    else:
+                        repo.delete_steps([step["id"]])
+                        stamp = now()
+                        for pos, s in enumerate(r for r in steps if r["id"] != step["id"]):
+                            repo.update_step(s["id"], position=pos)
+                        rest = repo.steps_of(proto["id"])
+                        repo.update_protocol(proto["id"], tags=draft_of(proto, rest).tags,
+                                             updated_at=stamp)
+                        removed = [uri]
+                results.append({"uri": uri, "status": "deleted", "removed": removed})
+            except KairosError as exc:
+                results.append({"uri": uri, "status": "error", **exc.to_dict()})
+        ok = sum(r["status"] == "deleted" for r in results)
+        return {"results": results, "total_deleted": ok, "total_failed": len(results) - ok}
+
+    # --- built-ins -------------------------------------------------------------------------
+
+    def install_builtins(self) -> list[str]:
+        """Install or refresh the built-in protocols; a no-op when their text is unchanged.
+        Step ids are derived from the fixed URI, so restarts never duplicate or lose steps."""
+        changed = []
+        for first_id, filename in BUILTINS.items():
+            text = resources.files("kairos.builtin").joinpath(filename).read_text("utf-8")
+            digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+            pid = str(uuid.uuid5(uuid.NAMESPACE_URL, f"kairos-builtin:{first_id}"))
+            draft = markdown.parse(text)[0]
+            ids = [first_id] + [str(uuid.uuid5(uuid.NAMESPACE_URL, f"{first_id}/{i}"))
+                                for i in range(1, len(draft.steps))]
+            try:
+                with self.store.write() as repo:
+                    row = repo.protocol(pid)
+                    if row is not None and row["source_hash"] == digest:
+                        continue
+                    self._store_draft(repo, draft, BUILTIN_SPACE, None, True, builtin=True,
+                                      protocol_id=pid, step_ids=ids, source_hash=digest)
+                changed.append(to_uri(first_id))
+            except IntegrityError:
+                continue  # another process installed it at the same moment
+        return changed
+
+
+def _uri_list(uris: Any) -> list[str]:
+    if isinstance(uris, str):
+        return [uris]
+    if not isinstance(uris, list) or not uris or not all(isinstance(u, str) for u in uris):
+        raise ValidationError("uris", "a non-empty list of kairos://mem/<uuid> URIs")
+    return uris
+
+
+__all__ = ["BUILTIN_SPACE", "Caller", "ProtocolService", "step_views"]

@@ -1,0 +1,283 @@
+"""Use cases for execution: begin, next, attest, verify — thin drivers of the pure engine."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ..domain import engine, errors
+from ..domain.engine import RunState
+from ..domain.errors import KairosError, NotFoundError, ValidationError
+from ..domain.proof import verify_chain
+from ..domain.uris import new_id, to_uri
+from ..store.db import Store
+from ..store.repo import Repo, Row
+from .clock import new_nonce, now
+from .ports import Embedder
+from .protocols import Caller, ProtocolService, step_views
+
+OUTCOMES = ("success", "failure")
+_SWAP_ATTEMPTS = 5
+
+
+def _state(row: Row) -> RunState:
+    return RunState(row["id"], row["step_index"], row["challenge"], row["head"],
+                    row["retry_count"], row["attempt"], row["status"])
+
+
+def _state_values(state: RunState, stamp: str) -> dict[str, Any]:
+    return {"step_index": state.step_index, "challenge": state.challenge,
+            "nonce": state.nonce, "head": state.head, "retry_count": state.retry_count,
+            "attempt": state.attempt, "status": state.status, "updated_at": stamp}
+
+
+def _cosine(a: list[float], b: list[float]) -> float:
+    dot = sum(x * y for x, y in zip(a, b, strict=True))
+    na = math.sqrt(sum(x * x for x in a)) or 1.0
+    nb = math.sqrt(sum(y * y for y in b)) or 1.0
+    return dot / (na * nb)
+
+
+class RunService:
+    def __init__(self, store: Store, protocols: ProtocolService,
+                 embedder: Embedder | None = None) -> None:
+        self.store = store
+        self.protocols = protocols
+        self.embedder = embedder
+
+    # --- begin -----------------------------------------------------------------------------
+
+    def begin(self, uri: Any, caller: Caller) -> dict[str, Any]:
+        with self.store.write() as repo:
+            step, proto, rows = self.protocols.resolve(repo, uri, caller)
+            steps = step_views(rows)
+            run_id, nonce, stamp = new_id(), new_nonce(), now()
+            state, response = engine.begin(steps, step["position"], run_id, nonce)
+            repo.insert_run(id=run_id, space=caller.space, protocol_id=proto["id"],
+                            caller=caller.id, created_at=stamp, **_state_values(state, stamp))
+            repo.insert_nonce(nonce, run_id, 0, 1, stamp)
+            repo.bump_protocol(proto["id"], proto["space"], runs=1, last_run_at=stamp)
+        return response
+
+    # --- next ------------------------------------------------------------------------------
+
+    def next(self, uri: Any, solution: Any, caller: Caller) -> dict[str, Any]:
+        for _ in range(_SWAP_ATTEMPTS):
+            with self.store.write() as repo:
+                step, proto, rows = self.protocols.resolve(repo, uri, caller)
+                if step["position"] == 0:
+                    raise ValidationError(
+                        "uri", "the URI of step 2 or later, as named by next_action",
+                        message=f"{uri} is step 1: call kairos_begin with it to start a run; "
+                                "kairos_next takes the URI that next_action names.")
+                refused_at = step["position"] - 1
+                run = self._find_run(repo, proto["id"], solution, caller, refused_at,
+                                     (engine.ACTIVE,))
+                if run is None:
+                    raise KairosError(
+                        errors.NO_ACTIVE_RUN,
+                        f"No active run of this protocol is waiting for the answer to step "
+                        f"{refused_at + 1}. Call kairos_begin with {to_uri(rows[0]['id'])} "
+                        "to start one.", field="uri")
+                result = self._judge(repo, run, rows, solution, str(uri), "kairos_next")
+                if result is not None:
+                    return result
+        raise KairosError(errors.CONFLICT, "The run changed while answering; retry the call.")
+
+    # --- attest ----------------------------------------------------------------------------
+
+    def attest(self, uri: Any, outcome: Any, message: Any, caller: Caller, *,
+               quality_bonus: Any = 0.0, llm_model_id: Any = None,
+               solution: Any = None) -> dict[str, Any]:
+        if outcome not in OUTCOMES:
+            raise ValidationError("outcome", "'success' or 'failure'")
+        if not isinstance(message, str):
+            raise ValidationError("message", "a string")
+        if quality_bonus is None:
+            quality_bonus = 0.0
+        if (not isinstance(quality_bonus, int | float) or isinstance(quality_bonus, bool)
+                or not math.isfinite(quality_bonus) or abs(quality_bonus) > 1):
+            raise ValidationError("quality_bonus", "a number between -1 and 1")
+        if llm_model_id is not None and not isinstance(llm_model_id, str):
+            raise ValidationError("llm_model_id", "a string")
+        for _ in range(_SWAP_ATTEMPTS):
+            with self.store.write() as repo:
+                step, proto, rows = self.protocols.resolve(repo, uri, caller)
+                statuses = (engine.ACTIVE, engine.COMPLETED, engine.FINISHED)
+                run = self._find_run(repo, proto["id"], solution, caller, None, statuses)
+                if run is None:
+                    raise KairosError(
+                        errors.NO_ACTIVE_RUN,
+                        f"No run of this protocol to attest for this caller. Call kairos_begin "
+                        f"with {to_uri(rows[0]['id'])} first.", field="uri")
+                if solution is not None:
+                    if run["challenge"] is None:
+                        raise ValidationError(
+                            "solution", "no solution: every step of this run is already proven")
+                    judged = self._judge(repo, run, rows, solution, str(uri), "kairos_attest")
+                    if judged is None:
+                        continue
+                    if "error_code" in judged:
+                        return judged
+                    run = repo.run(run["id"])
+                    assert run is not None
+                return self._record_outcome(repo, run, proto, step, outcome, message,
+                                            float(quality_bonus), llm_model_id)
+        raise KairosError(errors.CONFLICT, "The run changed while attesting; retry the call.")
+
+    def _record_outcome(self, repo: Repo, run: Row, proto: Row, step: Row, outcome: str,
+                        message: str, bonus: float, model: str | None) -> dict[str, Any]:
+        stamp = now()
+        previous, previous_model = run["outcome"], run["outcome_model"]
+        deltas: dict[str, Any] = {"last_outcome": outcome, "last_run_at": stamp,
+                                  "quality_bonus": bonus - (run["quality_bonus"] or 0.0)}
+        if previous != outcome:
+            deltas[f"{outcome}es" if outcome == "success" else "failures"] = 1
+            if previous is not None:
+                deltas["successes" if previous == "success" else "failures"] = -1
+        metrics = repo.protocol_metrics(proto["id"])
+        per_model = dict(metrics["per_model"]) if metrics else {}
+        if previous_model and previous:
+            counts = dict(per_model.get(previous_model, {}))
+            counts[previous] = counts.get(previous, 0) - 1
+            per_model[previous_model] = counts
+        if model:
+            counts = dict(per_model.get(model, {}))
+            counts[outcome] = counts.get(outcome, 0) + 1
+            per_model[model] = counts
+        deltas["per_model"] = per_model
+        repo.bump_protocol(proto["id"], proto["space"], **deltas)
+        failed_step = step["id"] if outcome == "failure" else None
+        if run["failed_step_id"] and run["failed_step_id"] != failed_step:
+            repo.bump_step(run["failed_step_id"], proto["id"], failures=-1)
+        if failed_step and run["failed_step_id"] != failed_step:
+            repo.bump_step(failed_step, proto["id"], failures=1)
+        repo.swap_run(run["id"], run["nonce"], status=engine.FINISHED, outcome=outcome,
+                      outcome_model=model, failed_step_id=failed_step, message=message,
+                      quality_bonus=bonus, updated_at=stamp)
+        repo.insert_attestation(run_id=run["id"], space=run["space"], protocol_id=proto["id"],
+                                step_uri=to_uri(step["id"]), outcome=outcome, message=message,
+                                quality_bonus=bonus, llm_model_id=model, created_at=stamp)
+        return {
+            "uri": to_uri(step["id"]),
+            "run_id": run["id"],
+            "outcome": outcome,
+            "message": message,
+            "quality_bonus": bonus,
+            "llm_model_id": model,
+            "proof_hash": run["head"],
+            "proofs": repo.proof_count(run["id"]),
+            "rated_at": stamp,
+            "next_action": "Run finished. Report the outcome to the user.",
+        }
+
+    # --- shared ----------------------------------------------------------------------------
+
+    @staticmethod
+    def _find_run(repo: Repo, protocol_id: str, solution: Any, caller: Caller,
+                  step_index: int | None, statuses: tuple[str, ...]) -> Row | None:
+        """By the solution's nonce; failing that, the caller's most recent run of this
+        protocol that waits at ``step_index`` (DESIGN section 4)."""
+        nonce = solution.get("nonce") if isinstance(solution, dict) else None
+        if isinstance(nonce, str) and nonce:
+            run = repo.run_by_nonce(nonce)
+            if (run is not None and run["protocol_id"] == protocol_id
+                    and run["status"] in statuses
+                    and (step_index is None or run["step_index"] == step_index)):
+                return run
+        return repo.latest_run(caller.id, protocol_id, statuses, step_index)
+
+    def _judge(self, repo: Repo, run: Row, rows: list[Row], solution: Any, sent_uri: str,
+               tool: str) -> dict[str, Any] | None:
+        """Answer the run's pending challenge; None when another writer won the race."""
+        steps = step_views(rows)
+        state = _state(run)
+        if state.challenge is None or state.step_index >= len(steps):
+            raise ValidationError("solution", "no pending challenge for this run")
+        nonce, stamp = new_nonce(), now()
+        relevance = self._relevance(state, steps, solution)
+        decision = engine.answer(steps, state, solution, sent_uri=sent_uri, new_nonce=nonce,
+                                 now=stamp, relevance=relevance, tool=tool)
+        values = _state_values(decision.state, stamp)
+        if not repo.swap_run(run["id"], run["nonce"], **values):
+            return None
+        step_id = rows[state.step_index]["id"]
+        if decision.state.challenge is not None:
+            repo.insert_nonce(nonce, run["id"], decision.state.step_index,
+                              decision.state.attempt, stamp)
+        if isinstance(decision, engine.Refused):
+            repo.bump_step(step_id, run["protocol_id"], refused=1)
+            return decision.response
+        repo.insert_proof(run["id"], repo.proof_count(run["id"]), decision.record, stamp)
+        repo.bump_step(step_id, run["protocol_id"], accepted=1)
+        if (decision.state.status == engine.COMPLETED and run["status"] == engine.ACTIVE
+                and run["outcome"] is None):
+            # Reaching the last step completes the run; kairos_attest may override.
+            repo.swap_run(run["id"], decision.state.nonce, outcome="success")
+            repo.bump_protocol(run["protocol_id"], run["space"], successes=1,
+                               last_outcome="success", last_run_at=stamp)
+        return decision.response
+
+    def _relevance(self, state: RunState, steps: list[engine.StepView],
+                   solution: Any) -> float | None:
+        """Similarity of a comment to its step, when a comment passes every other check and
+        vectors are available; None skips the COMMENT_IRRELEVANT check."""
+        embedder = self.embedder
+        if (embedder is None or not embedder.ready or state.challenge is None
+                or state.challenge["type"] != "comment"
+                or engine.pending_refusal(state, solution) is not None):
+            return None
+        step = steps[state.step_index]
+        try:
+            a, b = embedder.embed([solution["comment"]["text"], step.content or step.uri])
+        except Exception:  # a failing provider must never fail an answer
+            return None
+        return _cosine(a, b)
+
+    # --- history and verification -----------------------------------------------------------
+
+    def verify(self, run_id: Any, caller: Caller) -> dict[str, Any]:
+        with self.store.read() as repo:
+            run = self._own_run(repo, run_id, caller)
+            records = [dict(p["record"], proof_hash=p["proof_hash"])
+                       for p in repo.proofs(run["id"])]
+        head, checked, broken = verify_chain(records)
+        if broken is None and head != run["head"]:
+            broken_dict: dict[str, Any] | None = {
+                "index": len(records), "step_uri": None,
+                "reason": "the run's head does not match its last proof"}
+        else:
+            broken_dict = (None if broken is None else
+                           {"index": broken.index, "step_uri": broken.step_uri,
+                            "reason": broken.reason})
+        return {"run_id": run["id"], "valid": broken_dict is None, "proofs": checked,
+                "head": run["head"], "first_broken": broken_dict}
+
+    def proof_log(self, run_id: Any, caller: Caller) -> dict[str, Any]:
+        with self.store.read() as repo:
+            run = self._own_run(repo, run_id, caller)
+            proofs = [dict(p["record"], proof_hash=p["proof_hash"])
+                      for p in repo.proofs(run["id"])]
+        return {"run_id": run["id"], "proofs": proofs}
+
+    def history(self, caller: Caller, limit: int = 20) -> list[dict[str, Any]]:
+        with self.store.read() as repo:
+            rows = repo.runs_in(caller.space, limit)
+            titles = {}
+            for r in rows:
+                if r["protocol_id"] not in titles:
+                    p = repo.protocol(r["protocol_id"])
+                    titles[r["protocol_id"]] = p["title"] if p else None
+        return [{"run_id": r["id"], "chain_label": titles[r["protocol_id"]],
+                 "status": r["status"], "outcome": r["outcome"], "step": r["step_index"] + 1,
+                 "retry_count": r["retry_count"], "caller": r["caller"],
+                 "created_at": r["created_at"], "updated_at": r["updated_at"]} for r in rows]
+
+    @staticmethod
+    def _own_run(repo: Repo, run_id: Any, caller: Caller) -> Row:
+        if not isinstance(run_id, str) or not run_id:
+            raise ValidationError("run_id", "a run id string")
+        run = repo.run(run_id)
+        if run is None or run["space"] != caller.space:
+            raise NotFoundError(f"No run {run_id}.", field="run_id")
+        return run

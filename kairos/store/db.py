@@ -1,0 +1,88 @@
+"""Engines, migrations and transactions. The backend is chosen here and nowhere else."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from alembic import command
+from alembic.config import Config
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.engine import Connection
+
+from .repo import Repo
+
+_HERE = Path(__file__).parent
+_MIGRATE_LOCK = threading.Lock()
+
+
+def sqlite_url(home: Path) -> str:
+    return f"sqlite:///{home / 'kairos.db'}"
+
+
+def _sqlite_engine(url: str) -> Engine:
+    engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 60},
+                           pool_size=8, max_overflow=16)
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+        dbapi_conn.isolation_level = None  # SQLAlchemy's "begin" event emits BEGIN itself
+        cur = dbapi_conn.cursor()
+        cur.execute("PRAGMA journal_mode=WAL")
+        cur.execute("PRAGMA synchronous=NORMAL")
+        cur.execute("PRAGMA foreign_keys=ON")
+        cur.execute("PRAGMA busy_timeout=60000")
+        cur.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: Connection) -> None:
+        # Writers take the lock up front so two writers never deadlock on an upgrade.
+        write = conn.get_execution_options().get("kairos_write", False)
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
+
+    return engine
+
+
+def make_engine(url: str) -> Engine:
+    if url.startswith("sqlite"):
+        return _sqlite_engine(url)
+    if url.startswith("postgresql://"):
+        url = "postgresql+psycopg://" + url.removeprefix("postgresql://")
+    return create_engine(url, pool_size=16, max_overflow=16, pool_pre_ping=True)
+
+
+def migrate(engine: Engine) -> None:
+    """Bring the schema to the newest migration (idempotent)."""
+    cfg = Config(str(_HERE / "alembic.ini"))
+    cfg.set_main_option("script_location", str(_HERE / "migrations"))
+    with _MIGRATE_LOCK, engine.begin() as conn:
+        cfg.attributes["connection"] = conn
+        command.upgrade(cfg, "head")
+
+
+class Store:
+    """One database. ``read()`` and ``write()`` each give a Repo inside one transaction:
+    a write either commits whole or leaves nothing behind."""
+
+    def __init__(self, url: str, *, migrate_schema: bool = True) -> None:
+        self.url = url
+        self.engine = make_engine(url)
+        self.dialect = self.engine.dialect.name
+        if migrate_schema:
+            migrate(self.engine)
+
+    @contextmanager
+    def write(self) -> Iterator[Repo]:
+        with self.engine.connect().execution_options(kairos_write=True) as conn, conn.begin():
+            yield Repo(conn)
+
+    @contextmanager
+    def read(self) -> Iterator[Repo]:
+        with self.engine.connect() as conn, conn.begin():
+            yield Repo(conn)
+
+    def close(self) -> None:
+        self.engine.dispose()

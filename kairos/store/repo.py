@@ -1,0 +1,181 @@
+"""Queries, one method each, on a connection inside a transaction the Store opened."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from sqlalchemy import delete, func, insert, select, update
+from sqlalchemy.engine import Connection, RowMapping
+
+from . import schema as t
+
+Row = RowMapping
+
+
+class Repo:
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+
+    # --- protocols and steps ---------------------------------------------------------------
+
+    def protocol(self, protocol_id: str) -> Row | None:
+        return self.conn.execute(
+            select(t.protocols).where(t.protocols.c.id == protocol_id)).mappings().first()
+
+    def protocol_by_title(self, space: str, title_key: str) -> Row | None:
+        q = select(t.protocols).where(t.protocols.c.space == space,
+                                      t.protocols.c.title_key == title_key)
+        return self.conn.execute(q).mappings().first()
+
+    def protocols_in(self, space: str, *, builtin: bool | None = None) -> list[Row]:
+        q = select(t.protocols).where(t.protocols.c.space == space)
+        if builtin is not None:
+            q = q.where(t.protocols.c.builtin == builtin)
+        return list(self.conn.execute(q.order_by(t.protocols.c.created_at)).mappings())
+
+    def insert_protocol(self, **values: Any) -> None:
+        self.conn.execute(insert(t.protocols).values(**values))
+
+    def update_protocol(self, protocol_id: str, **values: Any) -> None:
+        self.conn.execute(update(t.protocols).where(t.protocols.c.id == protocol_id)
+                          .values(**values))
+
+    def delete_protocol(self, protocol_id: str) -> None:
+        self.conn.execute(delete(t.steps).where(t.steps.c.protocol_id == protocol_id))
+        self.conn.execute(delete(t.protocols).where(t.protocols.c.id == protocol_id))
+
+    def step(self, step_id: str) -> Row | None:
+        return self.conn.execute(select(t.steps).where(t.steps.c.id == step_id)).mappings().first()
+
+    def steps_of(self, protocol_id: str) -> list[Row]:
+        q = (select(t.steps).where(t.steps.c.protocol_id == protocol_id)
+             .order_by(t.steps.c.position))
+        return list(self.conn.execute(q).mappings())
+
+    def insert_steps(self, rows: Sequence[dict[str, Any]]) -> None:
+        if rows:
+            self.conn.execute(insert(t.steps), list(rows))
+
+    def update_step(self, step_id: str, **values: Any) -> None:
+        self.conn.execute(update(t.steps).where(t.steps.c.id == step_id).values(**values))
+
+    def delete_steps(self, step_ids: Iterable[str]) -> None:
+        ids = list(step_ids)
+        if ids:
+            self.conn.execute(delete(t.steps).where(t.steps.c.id.in_(ids)))
+
+    # --- runs, nonces, proofs --------------------------------------------------------------
+
+    def insert_run(self, **values: Any) -> None:
+        self.conn.execute(insert(t.runs).values(**values))
+
+    def run(self, run_id: str) -> Row | None:
+        return self.conn.execute(select(t.runs).where(t.runs.c.id == run_id)).mappings().first()
+
+    def run_by_nonce(self, nonce: str) -> Row | None:
+        q = select(t.runs).join(t.nonces, t.nonces.c.run_id == t.runs.c.id).where(
+            t.nonces.c.nonce == nonce)
+        return self.conn.execute(q).mappings().first()
+
+    def latest_run(self, caller: str, protocol_id: str, statuses: Sequence[str],
+                   step_index: int | None = None) -> Row | None:
+        q = select(t.runs).where(t.runs.c.caller == caller,
+                                 t.runs.c.protocol_id == protocol_id,
+                                 t.runs.c.status.in_(list(statuses)))
+        if step_index is not None:
+            q = q.where(t.runs.c.step_index == step_index)
+        q = q.order_by(t.runs.c.updated_at.desc(), t.runs.c.created_at.desc()).limit(1)
+        return self.conn.execute(q).mappings().first()
+
+    def swap_run(self, run_id: str, expected_nonce: str | None, **values: Any) -> bool:
+        """Update a run only if its pending nonce is still ``expected_nonce``: the one
+        conditional write that makes a nonce single-use across threads and replicas."""
+        cond = (t.runs.c.nonce == expected_nonce if expected_nonce is not None
+                else t.runs.c.nonce.is_(None))
+        res = self.conn.execute(update(t.runs).where(t.runs.c.id == run_id, cond)
+                                .values(**values))
+        return res.rowcount == 1
+
+    def insert_nonce(self, nonce: str, run_id: str, step_index: int, attempt: int,
+                     issued_at: str) -> None:
+        self.conn.execute(insert(t.nonces).values(nonce=nonce, run_id=run_id,
+                                                  step_index=step_index, attempt=attempt,
+                                                  issued_at=issued_at))
+
+    def insert_proof(self, run_id: str, seq: int, record: dict[str, Any], created_at: str) -> None:
+        self.conn.execute(insert(t.proofs).values(
+            run_id=run_id, seq=seq, step_uri=record["step_uri"],
+            step_index=record["step_index"], record=record,
+            previous_hash=record["previous_hash"], proof_hash=record["proof_hash"],
+            created_at=created_at))
+
+    def proof_count(self, run_id: str) -> int:
+        q = select(func.count()).select_from(t.proofs).where(t.proofs.c.run_id == run_id)
+        return int(self.conn.execute(q).scalar_one())
+
+    def proofs(self, run_id: str) -> list[Row]:
+        q = select(t.proofs).where(t.proofs.c.run_id == run_id).order_by(t.proofs.c.seq)
+        return list(self.conn.execute(q).mappings())
+
+    def runs_in(self, space: str, limit: int = 20, protocol_id: str | None = None) -> list[Row]:
+        q = select(t.runs).where(t.runs.c.space == space)
+        if protocol_id:
+            q = q.where(t.runs.c.protocol_id == protocol_id)
+        q = q.order_by(t.runs.c.updated_at.desc()).limit(limit)
+        return list(self.conn.execute(q).mappings())
+
+    def insert_attestation(self, **values: Any) -> None:
+        self.conn.execute(insert(t.attestations).values(**values))
+
+    # --- quality metrics -------------------------------------------------------------------
+
+    def protocol_metrics(self, protocol_id: str) -> Row | None:
+        q = select(t.protocol_metrics).where(t.protocol_metrics.c.protocol_id == protocol_id)
+        return self.conn.execute(q).mappings().first()
+
+    def metrics_for(self, protocol_ids: Sequence[str]) -> dict[str, Row]:
+        if not protocol_ids:
+            return {}
+        q = select(t.protocol_metrics).where(
+            t.protocol_metrics.c.protocol_id.in_(list(protocol_ids)))
+        return {r["protocol_id"]: r for r in self.conn.execute(q).mappings()}
+
+    def bump_protocol(self, protocol_id: str, space: str, **deltas: Any) -> None:
+        """Add to counters atomically (``runs=1``); set plain columns (``last_outcome=...``)."""
+        if self.protocol_metrics(protocol_id) is None:
+            self.conn.execute(insert(t.protocol_metrics).values(
+                protocol_id=protocol_id, space=space, runs=0, successes=0, failures=0,
+                quality_bonus=0.0, per_model={}))
+        c = t.protocol_metrics.c
+        values: dict[str, Any] = {}
+        for key, value in deltas.items():
+            if key in ("runs", "successes", "failures", "quality_bonus"):
+                values[key] = getattr(c, key) + value
+            else:
+                values[key] = value
+        self.conn.execute(update(t.protocol_metrics).where(c.protocol_id == protocol_id)
+                          .values(**values))
+
+    def bump_step(self, step_id: str, protocol_id: str, **deltas: int) -> None:
+        c = t.step_metrics.c
+        exists = self.conn.execute(select(c.step_id).where(c.step_id == step_id)).first()
+        if exists is None:
+            self.conn.execute(insert(t.step_metrics).values(
+                step_id=step_id, protocol_id=protocol_id, accepted=0, refused=0, failures=0))
+        self.conn.execute(update(t.step_metrics).where(c.step_id == step_id).values(
+            **{k: getattr(c, k) + v for k, v in deltas.items()}))
+
+    def step_metrics_of(self, protocol_id: str) -> dict[str, Row]:
+        q = select(t.step_metrics).where(t.step_metrics.c.protocol_id == protocol_id)
+        return {r["step_id"]: r for r in self.conn.execute(q).mappings()}
+
+    # --- categories and entries ------------------------------------------------------------
+
+    def categories(self, space: str) -> list[Row]:
+        q = select(t.categories).where(t.categories.c.space == space).order_by(
+            t.categories.c.code)
+        return list(self.conn.execute(q).mappings())
+
+    def insert_category(self, **values: Any) -> None:
+        self.conn.execute(insert(t.categories).values(**values))

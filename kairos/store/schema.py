@@ -1,0 +1,167 @@
+"""Tables, as SQLAlchemy Core metadata. Migrations under ``migrations/`` create them."""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    Column,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+)
+
+metadata = MetaData()
+TS = String(32)  # ISO-8601 UTC timestamps sort as text on every backend
+
+protocols = Table(
+    "protocols", metadata,
+    Column("id", String(36), primary_key=True),
+    Column("space", String(64), nullable=False),
+    Column("title", Text, nullable=False),
+    Column("title_key", Text, nullable=False),
+    Column("intro", Text, nullable=False, default=""),
+    Column("tags", JSON, nullable=False),
+    Column("builtin", Boolean, nullable=False, default=False),
+    Column("source_hash", String(64)),
+    Column("llm_model_id", String(128)),
+    Column("created_at", TS, nullable=False),
+    Column("updated_at", TS, nullable=False),
+    UniqueConstraint("space", "title_key", name="uq_protocols_space_title"),
+)
+
+steps = Table(
+    "steps", metadata,
+    Column("id", String(36), primary_key=True),
+    Column("protocol_id", String(36), ForeignKey("protocols.id", ondelete="CASCADE"),
+           nullable=False),
+    Column("space", String(64), nullable=False),
+    Column("position", Integer, nullable=False),
+    Column("label", Text, nullable=False),
+    Column("content", Text, nullable=False),
+    Column("challenge", JSON, nullable=False),
+    Column("updated_at", TS, nullable=False),
+    Index("ix_steps_protocol", "protocol_id", "position"),
+)
+
+runs = Table(
+    "runs", metadata,
+    Column("id", String(36), primary_key=True),
+    Column("space", String(64), nullable=False),
+    Column("protocol_id", String(36), nullable=False),
+    Column("caller", String(128), nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("step_index", Integer, nullable=False),
+    Column("challenge", JSON),
+    Column("nonce", String(64)),
+    Column("head", String(64), nullable=False),
+    Column("retry_count", Integer, nullable=False, default=0),
+    Column("attempt", Integer, nullable=False, default=1),
+    Column("outcome", String(16)),
+    Column("outcome_model", String(128)),
+    Column("failed_step_id", String(36)),
+    Column("message", Text),
+    Column("quality_bonus", Float),
+    Column("created_at", TS, nullable=False),
+    Column("updated_at", TS, nullable=False),
+    Index("ix_runs_caller", "caller", "protocol_id", "status"),
+    Index("ix_runs_space_updated", "space", "updated_at"),
+)
+
+nonces = Table(
+    "nonces", metadata,
+    Column("nonce", String(64), primary_key=True),
+    Column("run_id", String(36), nullable=False),
+    Column("step_index", Integer, nullable=False),
+    Column("attempt", Integer, nullable=False),
+    Column("issued_at", TS, nullable=False),
+)
+
+proofs = Table(
+    "proofs", metadata,
+    Column("run_id", String(36), primary_key=True),
+    Column("seq", Integer, primary_key=True),
+    Column("step_uri", Text, nullable=False),
+    Column("step_index", Integer, nullable=False),
+    Column("record", JSON, nullable=False),
+    Column("previous_hash", String(64), nullable=False),
+    Column("proof_hash", String(64), nullable=False),
+    Column("created_at", TS, nullable=False),
+)
+
+attestations = Table(
+    "attestations", metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("run_id", String(36), nullable=False, index=True),
+    Column("space", String(64), nullable=False),
+    Column("protocol_id", String(36), nullable=False),
+    Column("step_uri", Text, nullable=False),
+    Column("outcome", String(16), nullable=False),
+    Column("message", Text, nullable=False),
+    Column("quality_bonus", Float, nullable=False),
+    Column("llm_model_id", String(128)),
+    Column("created_at", TS, nullable=False),
+)
+
+protocol_metrics = Table(
+    "protocol_metrics", metadata,
+    Column("protocol_id", String(36), primary_key=True),
+    Column("space", String(64), nullable=False),
+    Column("runs", Integer, nullable=False, default=0),
+    Column("successes", Integer, nullable=False, default=0),
+    Column("failures", Integer, nullable=False, default=0),
+    Column("quality_bonus", Float, nullable=False, default=0.0),
+    Column("last_outcome", String(16)),
+    Column("last_run_at", TS),
+    Column("per_model", JSON, nullable=False),
+)
+
+step_metrics = Table(
+    "step_metrics", metadata,
+    Column("step_id", String(36), primary_key=True),
+    Column("protocol_id", String(36), nullable=False, index=True),
+    Column("accepted", Integer, nullable=False, default=0),
+    Column("refused", Integer, nullable=False, default=0),
+    Column("failures", Integer, nullable=False, default=0),
+)
+
+categories = Table(
+    "categories", metadata,
+    Column("space", String(64), primary_key=True),
+    Column("code", String(64), primary_key=True),
+    Column("name", Text, nullable=False),
+    Column("description", Text, nullable=False, default=""),
+)
+
+experiences = Table(
+    "experiences", metadata,
+    Column("id", String(36), primary_key=True),
+    Column("space", String(64), nullable=False, index=True),
+    Column("category", String(64), nullable=False),
+    Column("title", Text, nullable=False),
+    Column("playbook", Text, nullable=False),
+    Column("context", Text),
+    Column("section", String(16), nullable=False),
+    Column("author", Text),
+    Column("created_at", TS, nullable=False),
+    Column("updated_at", TS, nullable=False),
+)
+
+manuals = Table(
+    "manuals", metadata,
+    Column("id", String(36), primary_key=True),
+    Column("space", String(64), nullable=False, index=True),
+    Column("category", String(64), nullable=False),
+    Column("title", Text, nullable=False),
+    Column("content", Text, nullable=False),
+    Column("summary", Text),
+    Column("author", Text),
+    Column("created_at", TS, nullable=False),
+    Column("updated_at", TS, nullable=False),
+)
