@@ -299,12 +299,14 @@ class ProtocolService:
 
     # --- built-ins -------------------------------------------------------------------------
 
-    def install_builtins(self) -> list[str]:
+    def install_builtins(self, sources: dict[str, str] | None = None) -> list[str]:
         """Install or refresh the built-in protocols; a no-op when their text is unchanged.
-        Step ids are derived from the fixed URI, so restarts never duplicate or lose steps."""
+        Step ids are derived from the fixed URI, so restarts never duplicate or lose steps.
+        ``sources`` overrides the packaged text of some built-ins (by step-1 id)."""
         changed = []
         for first_id, filename in BUILTINS.items():
-            text = resources.files("kairos.builtin").joinpath(filename).read_text("utf-8")
+            text = (sources or {}).get(first_id) or (
+                resources.files("kairos.builtin").joinpath(filename).read_text("utf-8"))
             digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
             pid = str(uuid.uuid5(uuid.NAMESPACE_URL, f"kairos-builtin:{first_id}"))
             draft = markdown.parse(text)[0]
