@@ -11,6 +11,7 @@ import pytest
 from kairos.config import load_settings
 from kairos.service import Caller, Kairos
 from kairos.store.db import Store
+from tests.fakes import HashEmbedder
 
 
 @pytest.fixture(scope="session")
@@ -30,9 +31,18 @@ def home(tmp_path: Path, template_db: Path) -> Path:
     return tmp_path
 
 
+def make_kairos(home: Path, embedder: object = None, **env: str) -> Kairos:
+    """A service on the test's store; vectors from the deterministic fake embedder unless
+    another one (or ``KAIROS_EMBEDDER=none``) is asked for."""
+    settings = load_settings(env={"KAIROS_HOME": str(home), **env})
+    if embedder is None and settings.embedder != "none":
+        embedder = HashEmbedder()
+    return Kairos(settings, embedder=embedder, background=False)  # type: ignore[arg-type]
+
+
 @pytest.fixture
 def kairos(home: Path) -> Iterator[Kairos]:
-    k = Kairos(load_settings(env={"KAIROS_HOME": str(home)}))
+    k = make_kairos(home)
     yield k
     k.close()
 

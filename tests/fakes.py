@@ -29,3 +29,6 @@ class HashEmbedder:
             norm = math.sqrt(sum(v * v for v in vec)) or 1.0
             out.append([v / norm for v in vec])
         return out
+
+
+HashEmbedder.model_id = "fake:hash:256"  # type: ignore[attr-defined]

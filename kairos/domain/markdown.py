@@ -234,7 +234,7 @@ STOPWORDS = frozenset(
     the their them then there these they this those through to too under until up upon us
     use used using very via was we were what when where which while who whom why will with
     would you your yours step steps run make sure one two three first next file path new
-    like want need etc""".split()  # noqa: SIM905
+    like want need etc""".split()
 )
 
 

@@ -100,7 +100,7 @@ def match_next_action(uri: str) -> str:
     return f"call kairos_begin with {uri} to execute this protocol"
 
 
-REFINE_CHOICE = {
+REFINE_CHOICE: dict[str, object] = {
     "uri": REFINE_SEARCH_URI,
     "label": "Get help refining your search",
     "chain_label": "Run protocol to turn vague user request into a better kairos_search query",
@@ -112,7 +112,7 @@ REFINE_CHOICE = {
         "user's request into a better search query"
     ),
 }
-CREATE_CHOICE = {
+CREATE_CHOICE: dict[str, object] = {
     "uri": CREATE_PROTOCOL_URI,
     "label": "Create New KAIROS Protocol Chain",
     "chain_label": "Create New KAIROS Protocol Chain",
@@ -121,3 +121,11 @@ CREATE_CHOICE = {
     "tags": ["meta", "creation"],
     "next_action": f"call kairos_begin with {CREATE_PROTOCOL_URI} to create a new protocol",
 }
+
+
+def refine_choice() -> dict[str, object]:
+    return {**REFINE_CHOICE, "tags": ["meta", "refine"]}
+
+
+def create_choice() -> dict[str, object]:
+    return {**CREATE_CHOICE, "tags": ["meta", "creation"]}

@@ -5,7 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from ..config import Settings, load_settings
+from ..search.embedders import make_embedder
+from ..search.service import SearchService
 from ..store.db import Store
+from .entries import EntryService
+from .finding import ProtocolFinder
 from .ports import Embedder
 from .protocols import Caller, ProtocolService
 from .runs import RunService
@@ -13,17 +17,35 @@ from .runs import RunService
 
 class Kairos:
     def __init__(self, settings: Settings | None = None, *, store: Store | None = None,
-                 embedder: Embedder | None = None) -> None:
+                 embedder: Embedder | None = None, background: bool = True) -> None:
         self.settings = settings or load_settings()
+        if embedder is None:
+            embedder = make_embedder(self.settings.embedder,
+                                     base_url=self.settings.openai_base_url,
+                                     model=self.settings.openai_model,
+                                     api_key=self.settings.openai_api_key)
         if store is None:
             if not self.settings.database_url:
                 self.settings.home_path.mkdir(parents=True, exist_ok=True)
             store = Store(self.settings.url)
         self.store = store
         self.embedder = embedder
-        self.protocols = ProtocolService(store)
+        self.search_engine = SearchService(store, embedder)
+        self.protocols = ProtocolService(store, self.search_engine)
+        self.search_engine.spec_builders["protocol"] = self.protocols.spec_for
         self.runs = RunService(store, self.protocols, embedder)
+        self.finder = ProtocolFinder(store, self.search_engine,
+                                     float(self.settings.search_threshold))
+        self.entries = EntryService(store, self.search_engine)
         self.protocols.install_builtins()
+        if background:
+            self.search_engine.start_background()
+
+    # search
+    def search(self, query: Any, caller: Caller = Caller(), *,
+               limit: Any = None) -> dict[str, Any]:
+        """kairos_search: matching protocols, then the refine and create choices."""
+        return self.finder.kairos_search(query, caller, limit=limit)
 
     # protocols
     def mint(self, markdown_doc: Any, caller: Caller = Caller(), *,
@@ -83,5 +105,55 @@ class Kairos:
         ]
         return base
 
+    # entries and the unified search (seed 002)
+    def search_entries(self, request: Any, caller: Caller = Caller(), *,
+                       session_id: str | None = None) -> dict[str, Any]:
+        return self.entries.search_entries(request, caller, session_id=session_id)
+
+    def read_entries(self, request: Any, caller: Caller = Caller(), *,
+                     session_id: str | None = None) -> dict[str, Any]:
+        return self.entries.read_entries(request, caller, session_id=session_id)
+
+    def write_entry(self, request: Any, caller: Caller = Caller()) -> dict[str, Any]:
+        return self.entries.write_entry(request, caller)
+
+    def update_entry(self, request: Any, caller: Caller = Caller()) -> dict[str, Any]:
+        return self.entries.update_entry(request, caller)
+
+    def list_categories(self, caller: Caller = Caller()) -> dict[str, Any]:
+        return self.entries.list_categories(caller)
+
+    def session_info(self, session_id: Any) -> dict[str, Any]:
+        return self.entries.session_info(session_id)
+
+    def cite(self, session_id: Any, ids: Any) -> dict[str, Any]:
+        return self.entries.cite(session_id, ids)
+
+    def reindex(self, progress: Any = None) -> dict[str, Any]:
+        """Re-embed every document with the current model."""
+        return self.search_engine.backfill(progress=progress, force=True)
+
+    def health(self) -> dict[str, Any]:
+        with self.store.read() as repo:
+            repo.conn.exec_driver_sql("SELECT 1")
+        embedder = self.embedder
+        return {
+            "status": "ok",
+            "store": {"backend": self.store.dialect, "url": _redact(self.store.url)},
+            "embedder": {"provider": getattr(embedder, "name", "none"),
+                         "state": getattr(embedder, "state", "ready"),
+                         "model_id": getattr(embedder, "model_id", None)},
+            "index": self.search_engine.index_state(),
+        }
+
     def close(self) -> None:
         self.store.close()
+
+
+def _redact(url: str) -> str:
+    """A database URL without its password."""
+    if "@" not in url or "://" not in url:
+        return url
+    scheme, rest = url.split("://", 1)
+    creds, host = rest.rsplit("@", 1)
+    return f"{scheme}://{creds.split(':', 1)[0]}:***@{host}"

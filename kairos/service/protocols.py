@@ -16,6 +16,7 @@ from ..domain.challenge import Challenge, from_issued
 from ..domain.engine import StepView
 from ..domain.errors import ConflictError, KairosError, NotFoundError, ValidationError
 from ..domain.uris import new_id, parse_uri, to_uri
+from ..search.service import DocSpec, SearchService
 from ..store.db import Store
 from ..store.repo import Repo, Row
 from .clock import now
@@ -62,9 +63,33 @@ def _step_row(step_id: str, protocol_id: str, space: str, position: int,
             "challenge": draft.challenge.to_dict(), "updated_at": stamp}
 
 
+_CHALLENGE_BLOCK = re.compile(r"```json\s*\{.*?\}\s*```", re.DOTALL)
+_POW_PREFIX = re.compile(r"^\W*proof\s+of\s+work\W*:\W*", re.IGNORECASE | re.MULTILINE)
+
+
+def protocol_spec(protocol_id: str, space: str, draft: markdown.ProtocolDraft,
+                  updated_at: str) -> DocSpec:
+    """What search sees of a protocol: its title, intro, step labels and step bodies (with
+    each challenge reduced to its command, tool or prompt)."""
+    parts = []
+    for step in draft.steps:
+        body = _POW_PREFIX.sub("", _CHALLENGE_BLOCK.sub("", step.content))
+        params = step.challenge.params
+        detail = params.get("cmd") or params.get("tool_name") or params.get("prompt") or ""
+        parts.append(f"{step.label}\n{body}\n{detail}".strip())
+    summary = ". ".join([draft.title, *(s.label for s in draft.steps)])
+    if draft.intro:
+        summary = f"{summary}. {draft.intro}"
+    return DocSpec(
+        kind="protocol", entity_id=protocol_id, space=space, title=draft.title,
+        body="\n\n".join([draft.intro, *parts]).strip(),
+        vector_texts=(summary,), updated_at=updated_at)
+
+
 class ProtocolService:
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, search: SearchService | None = None) -> None:
         self.store = store
+        self.search = search
 
     # --- lookup ----------------------------------------------------------------------------
 
@@ -147,6 +172,8 @@ class ProtocolService:
         new_rows = [_step_row(ids[i], pid, space, i, s, stamp) for i, s in enumerate(draft.steps)]
         repo.delete_steps(r["id"] for r in old_steps)
         repo.insert_steps(new_rows)
+        if self.search is not None and not builtin:
+            self.search.index(repo, [protocol_spec(pid, space, draft, stamp)])
         return {
             "uri": to_uri(new_rows[0]["id"]),
             "chain_label": draft.title,
@@ -270,6 +297,7 @@ class ProtocolService:
             rows = repo.steps_of(proto["id"])
             draft = draft_of(proto, rows)
             repo.update_protocol(proto["id"], tags=draft.tags, updated_at=stamp)
+            self._reindex(repo, proto["id"], proto["space"], draft, stamp)
         return {"uri": uri, "status": "updated", "label": new_step.label,
                 "challenge": new_step.challenge.to_dict()}
 
@@ -281,21 +309,35 @@ class ProtocolService:
                     step, proto, steps = self.resolve(repo, uri, caller, writable=True)
                     if protocol or len(steps) == 1:
                         repo.delete_protocol(proto["id"])
+                        if self.search is not None:
+                            self.search.unindex(repo, "protocol", [proto["id"]])
                         removed = [to_uri(s["id"]) for s in steps]
                     else:
                         repo.delete_steps([step["id"]])
                         stamp = now()
                         for pos, s in enumerate(r for r in steps if r["id"] != step["id"]):
                             repo.update_step(s["id"], position=pos)
-                        rest = repo.steps_of(proto["id"])
-                        repo.update_protocol(proto["id"], tags=draft_of(proto, rest).tags,
-                                             updated_at=stamp)
+                        rest = draft_of(proto, repo.steps_of(proto["id"]))
+                        repo.update_protocol(proto["id"], tags=rest.tags, updated_at=stamp)
+                        self._reindex(repo, proto["id"], proto["space"], rest, stamp)
                         removed = [uri]
                 results.append({"uri": uri, "status": "deleted", "removed": removed})
             except KairosError as exc:
                 results.append({"uri": uri, "status": "error", **exc.to_dict()})
         ok = sum(r["status"] == "deleted" for r in results)
         return {"results": results, "total_deleted": ok, "total_failed": len(results) - ok}
+
+    def _reindex(self, repo: Repo, protocol_id: str, space: str,
+                 draft: markdown.ProtocolDraft, stamp: str) -> None:
+        if self.search is not None and space != BUILTIN_SPACE:
+            self.search.index(repo, [protocol_spec(protocol_id, space, draft, stamp)])
+
+    def spec_for(self, repo: Repo, protocol_id: str) -> DocSpec | None:
+        proto = repo.protocol(protocol_id)
+        if proto is None or proto["builtin"]:
+            return None
+        draft = draft_of(proto, repo.steps_of(protocol_id))
+        return protocol_spec(protocol_id, proto["space"], draft, proto["updated_at"])
 
     # --- built-ins -------------------------------------------------------------------------
 

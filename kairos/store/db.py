@@ -14,6 +14,8 @@ from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import Connection
 
 from .repo import Repo
+from .text_index import SqliteFts, TextIndex
+from .vector_index import MemoryVectorIndex, VectorIndex
 
 _HERE = Path(__file__).parent
 _MIGRATE_LOCK = threading.Lock()
@@ -54,6 +56,13 @@ def make_engine(url: str) -> Engine:
     return create_engine(url, pool_size=16, max_overflow=16, pool_pre_ping=True)
 
 
+def make_indexes(dialect: str) -> tuple[TextIndex, VectorIndex]:
+    """The search indexes of a backend: chosen here and nowhere else."""
+    if dialect == "sqlite":
+        return SqliteFts(), MemoryVectorIndex()
+    raise NotImplementedError(f"no search indexes for the {dialect} backend yet")
+
+
 def migrate(engine: Engine) -> None:
     """Bring the schema to the newest migration (idempotent)."""
     cfg = Config(str(_HERE / "alembic.ini"))
@@ -71,13 +80,20 @@ class Store:
         self.url = url
         self.engine = make_engine(url)
         self.dialect = self.engine.dialect.name
+        self.text_index, self.vector_index = make_indexes(self.dialect)
         if migrate_schema:
             migrate(self.engine)
 
     @contextmanager
     def write(self) -> Iterator[Repo]:
-        with self.engine.connect().execution_options(kairos_write=True) as conn, conn.begin():
-            yield Repo(conn)
+        with self.engine.connect().execution_options(kairos_write=True) as conn:
+            try:
+                with conn.begin():
+                    yield Repo(conn)
+            except BaseException:
+                self.vector_index.rollback(conn)
+                raise
+            self.vector_index.commit(conn)
 
     @contextmanager
     def read(self) -> Iterator[Repo]:

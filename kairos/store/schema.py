@@ -10,6 +10,7 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
+    LargeBinary,
     MetaData,
     String,
     Table,
@@ -164,4 +165,39 @@ manuals = Table(
     Column("author", Text),
     Column("created_at", TS, nullable=False),
     Column("updated_at", TS, nullable=False),
+)
+
+# --- search index ----------------------------------------------------------------------------
+# One row per searchable record (a protocol, an experience, a manual). Full-text lives in
+# the dialect's own index (FTS5 on SQLite), keyed by ``rid``; vectors live in
+# ``search_vectors`` (several per document: the best one answers).
+
+search_docs = Table(
+    "search_docs", metadata,
+    Column("rid", Integer, primary_key=True, autoincrement=True),
+    Column("key", String(80), nullable=False, unique=True),
+    Column("kind", String(16), nullable=False),
+    Column("entity_id", String(36), nullable=False),
+    Column("space", String(64), nullable=False),
+    Column("title", Text, nullable=False),
+    Column("body", Text, nullable=False),
+    Column("category", String(64)),
+    Column("section", String(16)),
+    Column("author", Text),
+    Column("updated_at", TS, nullable=False),
+    Index("ix_search_docs_space_kind", "space", "kind"),
+)
+
+search_vectors = Table(
+    "search_vectors", metadata,
+    Column("rid", Integer, ForeignKey("search_docs.rid", ondelete="CASCADE"), primary_key=True),
+    Column("seq", Integer, primary_key=True),
+    Column("model_id", String(128), nullable=False),
+    Column("vector", LargeBinary, nullable=False),
+)
+
+index_meta = Table(
+    "index_meta", metadata,
+    Column("key", String(64), primary_key=True),
+    Column("value", Text, nullable=False),
 )

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from kairos.config import load_settings
 from kairos.service import Kairos
+from tests.conftest import make_kairos
 from tests.fakes import HashEmbedder
 
 DOC = """# Security review
@@ -27,7 +27,7 @@ UNRELATED = "Bananas are yellow fruit grown in warm tropical places."
 
 
 def _service(home: Path, embedder: HashEmbedder) -> Kairos:
-    return Kairos(load_settings(env={"KAIROS_HOME": str(home)}), embedder=embedder)
+    return make_kairos(home, embedder)
 
 
 def _answer(k: Kairos, text: str) -> dict:
@@ -51,8 +51,10 @@ def test_relevance_is_skipped_when_vectors_are_unavailable(home: Path) -> None:
     assert "error_code" not in _answer(k, UNRELATED)
 
 
-def test_relevance_is_skipped_without_an_embedder(kairos: Kairos) -> None:
-    assert "error_code" not in _answer(kairos, UNRELATED)
+def test_relevance_is_skipped_with_the_none_provider(home: Path) -> None:
+    k = make_kairos(home, KAIROS_EMBEDDER="none")
+    assert not k.search_engine.vectors_ready
+    assert "error_code" not in _answer(k, UNRELATED)
 
 
 def test_short_comment_fails_before_relevance(home: Path) -> None:

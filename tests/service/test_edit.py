@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from kairos.config import load_settings
 from kairos.domain.errors import KairosError
 from kairos.domain.texts import CREATE_PROTOCOL_URI, REFINE_SEARCH_URI
 from kairos.service import Caller, Kairos
-from kairos.store.db import Store
+from tests.conftest import make_kairos
 from tests.spec.seedkit import mint_three, shell_ok
 
 
@@ -101,7 +100,7 @@ def test_builtins_are_installed_once_and_read_only(kairos: Kairos, home) -> None
     assert create["chain_label"] == "Create New KAIROS Protocol Chain"
     assert refine["uri"] == REFINE_SEARCH_URI and refine["step_count"] >= 3
     # Restarting installs nothing new and keeps every step URI.
-    again = Kairos(load_settings(env={"KAIROS_HOME": str(home)}))
+    again = make_kairos(home)
     assert again.protocols.install_builtins() == []
     assert again.dump(CREATE_PROTOCOL_URI, protocol=True) == create
     # Any space may run them, nobody may change them.
@@ -113,8 +112,7 @@ def test_builtins_are_installed_once_and_read_only(kairos: Kairos, home) -> None
 
 
 def test_builtins_refresh_when_their_source_changes(home) -> None:
-    store = Store(f"sqlite:///{home / 'kairos.db'}")
-    k = Kairos(load_settings(env={"KAIROS_HOME": str(home)}), store=store)
+    k = make_kairos(home)
     before = k.dump(REFINE_SEARCH_URI, protocol=True)
     source = before["markdown_doc"].replace("## Search again", "## Search once more")
     changed = k.protocols.install_builtins(

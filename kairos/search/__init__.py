@@ -1,0 +1,1 @@
+"""Search: embedders, indexes, hybrid ranking, snippets, sessions, duplicate checks."""

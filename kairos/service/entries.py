@@ -1,0 +1,497 @@
+"""Experiences and manuals (seed 002): write, update, read, categories, the unified search,
+session memory and the duplicate check on every write."""
+
+from __future__ import annotations
+
+import re
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from typing import Any
+
+from sqlalchemy import insert, select, update
+
+from ..domain.errors import NotFoundError, ValidationError
+from ..domain.uris import new_id, to_uri
+from ..search.service import DocSpec, Hit, SearchService
+from ..search.sessions import valid_session_id
+from ..search.snippets import DEFAULT_LEN, MAX_LEN, MIN_LEN, make_snippet, truncate
+from ..store import schema as t
+from ..store.db import Store
+from ..store.repo import Repo
+from .clock import now
+from .finding import check_query
+from .protocols import Caller
+
+TYPES = ("experience", "manual", "protocol")
+SECTIONS = ("useful", "harmful", "contextual")
+MAX_TITLE = 120
+MAX_PLAYBOOK = 2000
+MAX_CONTENT = 100_000
+DUPLICATE_BUDGET = 0.75
+DOWNRANK_FACTOR = 0.5
+MIN_SCORE_VECTOR = 0.50
+MIN_SCORE_TEXT = 0.35
+STARTER_CATEGORIES = (
+    ("general", "General", "Anything that fits no other category"),
+    ("coding", "Coding", "Writing and changing code"),
+    ("debugging", "Debugging", "Finding and fixing faults"),
+    ("testing", "Testing", "Tests, fixtures and test strategy"),
+    ("deployment", "Deployment", "Building, releasing and shipping"),
+    ("operations", "Operations", "Running services: monitoring, incidents, maintenance"),
+    ("security", "Security", "Secrets, access, vulnerabilities"),
+    ("data", "Data", "Databases, migrations and data handling"),
+    ("tooling", "Tooling", "Editors, CLIs, build tools and their setup"),
+    ("documentation", "Documentation", "Writing and keeping docs"),
+)
+FIELDS = {
+    "experience": ("entity_id", "entity_type", "category", "title", "playbook", "context",
+                   "section", "author", "created_at", "updated_at", "preview"),
+    "manual": ("entity_id", "entity_type", "category", "title", "content", "summary",
+               "author", "created_at", "updated_at", "preview"),
+    "protocol": ("entity_id", "entity_type", "title", "content", "tags", "updated_at",
+                 "preview"),
+}
+_BODY = {"experience": "playbook", "manual": "content", "protocol": "content"}
+_WORDS = re.compile(r"\w+", re.UNICODE)
+_pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="kairos-dupcheck")
+
+
+def _table(kind: str) -> Any:
+    return t.experiences if kind == "experience" else t.manuals
+
+
+def _jaccard(a: str, b: str) -> float:
+    wa, wb = set(_WORDS.findall(a.lower())), set(_WORDS.findall(b.lower()))
+    return len(wa & wb) / len(wa | wb) if wa and wb else 0.0
+
+
+def _text(value: Any, field: str, *, required: bool, limit: int) -> str | None:
+    if value is None or (isinstance(value, str) and not value.strip() and not required):
+        if required:
+            raise ValidationError(field, "a non-empty string")
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise ValidationError(field, "a non-empty string")
+    if len(value) > limit:
+        raise ValidationError(field, f"at most {limit} characters",
+                              message=f"{field} is {len(value)} characters; the limit is "
+                                      f"{limit}.")
+    return value.strip()
+
+
+class EntryService:
+    def __init__(self, store: Store, search: SearchService, *,
+                 duplicate_budget: float = DUPLICATE_BUDGET) -> None:
+        self.store = store
+        self.search = search
+        self.duplicate_budget = duplicate_budget
+        search.spec_builders["experience"] = self.spec_for
+        search.spec_builders["manual"] = self.spec_for
+
+    # --- categories --------------------------------------------------------------------------
+
+    def _ensure_categories(self, repo: Repo, space: str) -> list[dict[str, Any]]:
+        rows = repo.categories(space)
+        if not rows:
+            for code, name, description in STARTER_CATEGORIES:
+                repo.insert_category(space=space, code=code, name=name, description=description)
+            rows = repo.categories(space)
+        return [{"code": r["code"], "name": r["name"], "description": r["description"]}
+                for r in rows]
+
+    def list_categories(self, caller: Caller) -> dict[str, Any]:
+        with self.store.write() as repo:
+            cats = self._ensure_categories(repo, caller.space)
+        return {"categories": cats, "count": len(cats)}
+
+    # --- validation --------------------------------------------------------------------------
+
+    def _validated(self, kind: Any, data: dict[str, Any], categories: set[str],
+                   current: dict[str, Any] | None = None) -> dict[str, Any]:
+        if kind not in ("experience", "manual"):
+            raise ValidationError("entity_type", "'experience' or 'manual'")
+        merged = {**(current or {}), **{k: v for k, v in data.items() if k in FIELDS[kind]}}
+        unknown = set(data) - set(FIELDS[kind]) - {"entity_type", "entity_id", "updates"}
+        if unknown:
+            name = sorted(unknown)[0]
+            raise ValidationError(name, f"one of the {kind} fields: "
+                                  f"{', '.join(f for f in FIELDS[kind] if f != 'preview')}",
+                                  message=f"Unknown field '{name}' for a {kind}.")
+        category = merged.get("category")
+        if not isinstance(category, str) or category not in categories:
+            raise ValidationError("category", f"one of: {', '.join(sorted(categories))}",
+                                  message=f"Unknown category {category!r}; expected one of: "
+                                          f"{', '.join(sorted(categories))}.")
+        out: dict[str, Any] = {
+            "category": category,
+            "title": _text(merged.get("title"), "title", required=True, limit=MAX_TITLE),
+            "author": _text(merged.get("author"), "author", required=False, limit=200),
+        }
+        if kind == "experience":
+            section = merged.get("section") or "useful"
+            if section not in SECTIONS:
+                raise ValidationError("section", "'useful', 'harmful' or 'contextual'")
+            out["section"] = section
+            out["playbook"] = _text(merged.get("playbook"), "playbook", required=True,
+                                    limit=MAX_PLAYBOOK)
+            out["context"] = _text(merged.get("context"), "context",
+                                   required=section == "contextual", limit=MAX_PLAYBOOK)
+        else:
+            out["content"] = _text(merged.get("content"), "content", required=True,
+                                   limit=MAX_CONTENT)
+            out["summary"] = _text(merged.get("summary"), "summary", required=False,
+                                   limit=MAX_PLAYBOOK)
+        return out
+
+    # --- writes ------------------------------------------------------------------------------
+
+    def spec_for(self, repo: Repo, entity_id: str) -> DocSpec | None:
+        for kind in ("experience", "manual"):
+            row = repo.conn.execute(select(_table(kind)).where(
+                _table(kind).c.id == entity_id)).mappings().first()
+            if row is not None:
+                return self._spec(kind, dict(row))
+        return None
+
+    @staticmethod
+    def _spec(kind: str, row: dict[str, Any]) -> DocSpec:
+        if kind == "experience":
+            body = row["playbook"] + (f"\n\n{row['context']}" if row.get("context") else "")
+        else:
+            body = (f"{row['summary']}\n\n" if row.get("summary") else "") + row["content"]
+        head = f"{row['title']}. {body[:1000]}"
+        return DocSpec(kind=kind, entity_id=row["id"], space=row["space"], title=row["title"],
+                       body=body, vector_texts=(head,), updated_at=row["updated_at"],
+                       category=row["category"], section=row.get("section"),
+                       author=row.get("author"))
+
+    def write_entry(self, request: Any, caller: Caller) -> dict[str, Any]:
+        if not isinstance(request, dict):
+            raise ValidationError("request", "an object with entity_type, category, title, ...")
+        kind = request.get("entity_type", "experience")
+        with self.store.write() as repo:
+            cats = {c["code"] for c in self._ensure_categories(repo, caller.space)}
+            values = self._validated(kind, request, cats)
+            check = self._duplicates(kind, caller.space, values, exclude=None)
+            stamp = now()
+            entry_id = new_id()
+            row = {"id": entry_id, "space": caller.space, "created_at": stamp,
+                   "updated_at": stamp, **values}
+            repo.conn.execute(insert(_table(kind)).values(**row))
+            self.search.index(repo, [self._spec(kind, row)])
+        return {"status": "stored", "entity_id": entry_id, "entity_type": kind,
+                "entry": self._public(kind, row, None), **check}
+
+    def update_entry(self, request: Any, caller: Caller) -> dict[str, Any]:
+        if not isinstance(request, dict):
+            raise ValidationError("request", "an object with entity_id and updates")
+        entity_id = request.get("entity_id")
+        updates = request.get("updates")
+        if not isinstance(entity_id, str) or not entity_id:
+            raise ValidationError("entity_id", "the id of an experience or manual")
+        if not isinstance(updates, dict) or not updates:
+            raise ValidationError("updates", "an object with the fields to change")
+        with self.store.write() as repo:
+            kind, current = self._load(repo, entity_id, caller)
+            cats = {c["code"] for c in self._ensure_categories(repo, caller.space)}
+            values = self._validated(kind, updates, cats, current)
+            check = self._duplicates(kind, caller.space, values, exclude=entity_id)
+            stamp = now()
+            repo.conn.execute(update(_table(kind)).where(_table(kind).c.id == entity_id)
+                              .values(updated_at=stamp, **values))
+            row = {**current, **values, "updated_at": stamp}
+            self.search.index(repo, [self._spec(kind, row)])
+        return {"status": "updated", "entity_id": entity_id, "entity_type": kind,
+                "entry": self._public(kind, row, None), **check}
+
+    def _load(self, repo: Repo, entity_id: str, caller: Caller) -> tuple[str, dict[str, Any]]:
+        for kind in ("experience", "manual"):
+            row = repo.conn.execute(select(_table(kind)).where(
+                _table(kind).c.id == entity_id)).mappings().first()
+            if row is not None and row["space"] == caller.space:
+                return kind, dict(row)
+        raise NotFoundError(f"No entry {entity_id}.", field="entity_id")
+
+    def _duplicates(self, kind: str, space: str, values: dict[str, Any],
+                    exclude: str | None) -> dict[str, Any]:
+        """Advisory duplicate check, run inside the write (so it never races the insert)
+        within a time budget: ≥ 0.85 → review_first, 0.50–0.84 → listed as FYI."""
+        body = values.get("playbook") or values.get("content") or ""
+        return self.duplicate_check(kind, space, values["title"], body, exclude)
+
+    def duplicate_check(self, kind: str, space: str, title: str, body: str,
+                        exclude: str | None) -> dict[str, Any]:
+        future = _pool.submit(self._similar, kind, space, title, body, exclude)
+        try:
+            similar = future.result(timeout=self.duplicate_budget)
+        except FutureTimeout:
+            return {"duplicates": [], "warnings": ["duplicate_check_timeout=true"]}
+        duplicates = [s for s in similar if s["score"] >= 0.50]
+        result: dict[str, Any] = {"duplicates": duplicates, "warnings": []}
+        if duplicates and duplicates[0]["score"] >= 0.85:
+            result["recommendation"] = "review_first"
+        return result
+
+    def _similar(self, kind: str, space: str, title: str, body: str,
+                 exclude: str | None) -> list[dict[str, Any]]:
+        """Similarity to existing records: cosine of the vectors when available, else the
+        word overlap (Jaccard) of title and body."""
+        text = f"{title}. {body}"
+        ranked = self.search.rank(text[:1500], space=space, kinds=(kind,),
+                                  exclude={exclude} if exclude else None)
+        out = []
+        for hit in ranked.hits[:20]:
+            other = f"{hit.row['title']}. {hit.row['body']}"
+            score = hit.dense if hit.dense is not None else _jaccard(text, other)
+            out.append({"entity_id": hit.entity_id, "entity_type": kind,
+                        "title": hit.row["title"], "score": round(max(0.0, score), 4)})
+        out.sort(key=lambda d: -d["score"])
+        return out
+
+    # --- reads -------------------------------------------------------------------------------
+
+    def _public(self, kind: str, row: dict[str, Any], fields: list[str] | None,
+                *, snippet_len: int = DEFAULT_LEN, query: str = "") -> dict[str, Any]:
+        body = row.get(_BODY[kind]) or ""
+        preview = make_snippet(body, query, snippet_len) if query else truncate(
+            " ".join(body.split()), snippet_len)
+        full = {"entity_id": row["id"], "entity_type": kind, **{
+            f: row.get(f) for f in FIELDS[kind]
+            if f not in ("entity_id", "entity_type", "preview")}, "preview": preview}
+        if fields is None:
+            full.pop("preview")
+            return full
+        keep = {"entity_id", "entity_type", "title", *fields}
+        return {k: v for k, v in full.items() if k in keep}
+
+    def read_entries(self, request: Any, caller: Caller, *,
+                     session_id: str | None = None) -> dict[str, Any]:
+        if not isinstance(request, dict):
+            raise ValidationError("request", "an object with ids")
+        ids = request.get("ids")
+        if isinstance(ids, str):
+            ids = [ids]
+        if not isinstance(ids, list) or not ids or not all(isinstance(i, str) for i in ids):
+            raise ValidationError("ids", "a non-empty list of entry ids")
+        fields = request.get("fields")
+        if fields is not None:
+            if not isinstance(fields, list) or not all(isinstance(f, str) for f in fields):
+                raise ValidationError("fields", "a list of field names")
+            allowed = set(FIELDS["experience"]) | set(FIELDS["manual"])
+            unknown = [f for f in fields if f not in allowed]
+            if unknown:
+                raise ValidationError("fields", f"fields from: {', '.join(sorted(allowed))}",
+                                      message=f"Unknown field '{unknown[0]}'; allowed: "
+                                              f"{', '.join(sorted(allowed))}.")
+        snippet_len = _snippet_len(request.get("snippet_len"))
+        entries, missing = [], []
+        with self.store.read() as repo:
+            for entry_id in ids:
+                try:
+                    kind, row = self._load(repo, entry_id, caller)
+                except NotFoundError:
+                    missing.append(entry_id)
+                    continue
+                entries.append(self._public(kind, row, fields, snippet_len=snippet_len))
+        sid = valid_session_id(session_id or request.get("session_id"))
+        if sid:
+            self.search.sessions.record(sid, viewed=[e["entity_id"] for e in entries])
+        return {"entries": entries, "count": len(entries), "missing": missing}
+
+    # --- the unified search ------------------------------------------------------------------
+
+    def search_entries(self, request: Any, caller: Caller, *,
+                       session_id: str | None = None) -> dict[str, Any]:
+        req = _unified_request(request)
+        sid = valid_session_id(session_id) or valid_session_id(req["session_id"])
+        sessions = self.search.sessions
+        viewed = sessions.viewed(sid) if sid else set()
+        category, filters = req["category"], req["filters"]
+
+        def where(row: dict[str, Any]) -> bool:
+            if category is not None and row["category"] != category:
+                return False
+            return all(row.get(k) == v for k, v in filters.items())
+
+        hide = req["hide_viewed"]
+        ranked = self.search.rank(req["query"], space=caller.space, kinds=tuple(req["types"]),
+                                  where=where, exclude=viewed if hide else None,
+                                  boosts="protocol" in req["types"])
+        min_score = req["min_score"]
+        if min_score is None:
+            min_score = MIN_SCORE_TEXT if ranked.degraded else MIN_SCORE_VECTOR
+        scored: list[tuple[float, Hit, bool]] = []
+        for hit in ranked.hits:
+            penalised = (not hide and req["downrank_viewed"] and hit.entity_id in viewed)
+            score = hit.score * DOWNRANK_FACTOR if penalised else hit.score
+            scored.append((score, hit, penalised))
+        scored.sort(key=lambda s: (-s[0], s[1].row["title"]))
+        best = scored[0][0] if scored else None
+        kept = [s for s in scored if s[0] >= min_score]
+        total = len(kept)
+        page = kept[req["offset"]:req["offset"] + req["limit"]]
+        warnings: list[str] = []
+        if best is not None and best < min_score:
+            warnings.append(f"low_confidence: top_score {best:.2f} is below min_score "
+                            f"{min_score:.2f}")
+        hint = ranked.hint
+        if best is not None and best < min_score and hint is None:
+            hint = "Low confidence: the top score is below min_score."
+        results = self._results(page, req, ranked, hint)
+        if sid:
+            sessions.record(sid, query=req["query"], viewed=[r["entity_id"] for r in results])
+        return {
+            "results": results,
+            "count": len(results),
+            "total": total,
+            "has_more": req["offset"] + len(page) < total,
+            "top_score": round(best, 4) if best is not None else None,
+            "min_score": min_score,
+            "warnings": warnings,
+            "session_applied": sid is not None,
+            "provider": self.search.provider,
+            "search_mode": ranked.mode,
+            "degraded": ranked.degraded,
+            "provider_hint": hint,
+        }
+
+    def _results(self, page: list[tuple[float, Hit, bool]], req: dict[str, Any],
+                 ranked: Any, hint: str | None) -> list[dict[str, Any]]:
+        results = []
+        with self.store.read() as repo:
+            for i, (score, hit, penalised) in enumerate(page):
+                record = self._record(repo, hit)
+                if record is None:
+                    continue
+                body = record.get(_BODY[hit.kind]) or ""
+                reasons = []
+                if hit.dense is not None and hit.text:
+                    reasons.append("semantic and keyword match")
+                elif hit.dense is not None:
+                    reasons.append("semantic match")
+                else:
+                    reasons.append("keyword match")
+                if penalised:
+                    reasons.append(f"viewed earlier in this session (score ×{DOWNRANK_FACTOR})")
+                result = {
+                    "entity_id": record["entity_id"],
+                    "entity_type": hit.kind,
+                    "title": hit.row["title"],
+                    "section": hit.row.get("section"),
+                    "score": round(score, 4),
+                    "rank": req["offset"] + i + 1,
+                    "reason": "; ".join(reasons),
+                    "provider": self.search.provider,
+                    "degraded": ranked.degraded,
+                    "hint": hint,
+                    "provider_hint": hint,
+                    "heading": hit.row["title"],
+                    "snippet": make_snippet(body, req["query"], req["snippet_len"]),
+                    "author": hit.row.get("author"),
+                    "updated_at": hit.row["updated_at"],
+                }
+                for f in req["fields"] or []:
+                    if f in record and f not in result:
+                        result[f] = record[f]
+                results.append(result)
+        return results
+
+    def _record(self, repo: Repo, hit: Hit) -> dict[str, Any] | None:
+        if hit.kind == "protocol":
+            proto = repo.protocol(hit.entity_id)
+            steps = repo.steps_of(hit.entity_id)
+            if proto is None or not steps:
+                return None
+            return {"entity_id": to_uri(steps[0]["id"]), "content": hit.row["body"],
+                    "tags": proto["tags"], "title": proto["title"]}
+        row = repo.conn.execute(select(_table(hit.kind)).where(
+            _table(hit.kind).c.id == hit.entity_id)).mappings().first()
+        if row is None:
+            return None
+        return {"entity_id": row["id"], **dict(row)}
+
+    # --- sessions ----------------------------------------------------------------------------
+
+    def session_info(self, session_id: Any) -> dict[str, Any]:
+        sid = valid_session_id(session_id)
+        info = self.search.sessions.get(sid) if sid else None
+        if info is None:
+            raise NotFoundError(f"No session {session_id!r} (unknown or expired).",
+                                field="session_id")
+        return info
+
+    def cite(self, session_id: Any, ids: Any) -> dict[str, Any]:
+        sid = valid_session_id(session_id)
+        if sid is None:
+            raise ValidationError("session_id", "a session id (letters, digits, . _ : -)")
+        if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+            raise ValidationError("ids", "a list of entry ids")
+        return self.search.sessions.cite(sid, ids)
+
+
+def _snippet_len(value: Any) -> int:
+    if value is None:
+        return DEFAULT_LEN
+    if not isinstance(value, int) or isinstance(value, bool) or not MIN_LEN <= value <= MAX_LEN:
+        raise ValidationError("snippet_len", f"an integer from {MIN_LEN} to {MAX_LEN}")
+    return value
+
+
+def _unified_request(request: Any) -> dict[str, Any]:
+    """Validate the request model of seed 002's schema sketch (``protocol`` also allowed)."""
+    if not isinstance(request, dict):
+        raise ValidationError("request", "an object with at least a query")
+    known = {"query", "types", "category", "limit", "offset", "min_score", "filters",
+             "snippet_len", "fields", "hide_viewed", "downrank_viewed", "session_id"}
+    unknown = sorted(set(request) - known)
+    if unknown:
+        raise ValidationError(unknown[0], f"one of: {', '.join(sorted(known))}",
+                              message=f"Unknown search field '{unknown[0]}'.")
+    req: dict[str, Any] = {"query": check_query(request.get("query"))}
+    types = request.get("types") or ["experience", "manual"]
+    if (not isinstance(types, list) or not types
+            or not all(isinstance(x, str) and x in TYPES for x in types)):
+        raise ValidationError("types", "a list of 'experience', 'manual', 'protocol'")
+    req["types"] = list(dict.fromkeys(types))
+    category = request.get("category")
+    if category is not None and not isinstance(category, str):
+        raise ValidationError("category", "a category code")
+    req["category"] = category
+    for name, lo, hi, default in (("limit", 1, 25, 10), ("offset", 0, 1_000_000, 0)):
+        value = request.get(name, default)
+        value = default if value is None else value
+        if not isinstance(value, int) or isinstance(value, bool) or not lo <= value <= hi:
+            raise ValidationError(name, f"an integer from {lo} to {hi}")
+        req[name] = value
+    min_score = request.get("min_score")
+    if min_score is not None and (not isinstance(min_score, int | float)
+                                  or isinstance(min_score, bool) or not 0 <= min_score <= 1):
+        raise ValidationError("min_score", "a number from 0 to 1")
+    req["min_score"] = None if min_score is None else float(min_score)
+    filters = request.get("filters") or {}
+    if not isinstance(filters, dict):
+        raise ValidationError("filters", "an object with author and/or section")
+    bad = sorted(set(filters) - {"author", "section"})
+    if bad:
+        raise ValidationError("filters", "only the keys author and section",
+                              message=f"Unknown filter '{bad[0]}'; expected author or section.")
+    req["filters"] = {k: v for k, v in filters.items() if v is not None}
+    req["snippet_len"] = _snippet_len(request.get("snippet_len"))
+    fields = request.get("fields")
+    if fields is not None:
+        allowed = {f for fs in FIELDS.values() for f in fs}
+        if not isinstance(fields, list) or not all(isinstance(f, str) for f in fields):
+            raise ValidationError("fields", "a list of field names")
+        unknown_fields = [f for f in fields if f not in allowed]
+        if unknown_fields:
+            raise ValidationError("fields", f"fields from: {', '.join(sorted(allowed))}",
+                                  message=f"Unknown field '{unknown_fields[0]}'.")
+    req["fields"] = fields
+    for name, default in (("hide_viewed", False), ("downrank_viewed", True)):
+        value = request.get(name, default)
+        if not isinstance(value, bool):
+            raise ValidationError(name, "true or false")
+        req[name] = value
+    session_id = request.get("session_id")
+    req["session_id"] = session_id if isinstance(session_id, str) else None
+    return req

@@ -1,0 +1,154 @@
+"""Vector indexes. On SQLite: exact search in process over a cache of the stored vectors,
+kept coherent by a version counter in ``index_meta`` (bumped by every write, checked by
+every search) so a write by another process is never missed."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from typing import Protocol
+
+import numpy as np
+from sqlalchemy import delete, insert, select, text, update
+from sqlalchemy.engine import Connection
+
+from . import schema as t
+
+
+class VectorIndex(Protocol):
+    def upsert(self, conn: Connection, rid: int, space: str, kind: str, vectors: np.ndarray,
+               model_id: str) -> None: ...
+
+    def delete(self, conn: Connection, rids: Iterable[int]) -> None: ...
+
+    def touch(self, conn: Connection) -> None: ...
+
+    def commit(self, conn: Connection) -> None: ...
+
+    def rollback(self, conn: Connection) -> None: ...
+
+    def search(self, conn: Connection, query: np.ndarray, *, space: str,
+               kinds: Sequence[str], model_id: str) -> tuple[np.ndarray, np.ndarray]: ...
+
+
+def _version(conn: Connection) -> int:
+    row = conn.execute(select(t.index_meta.c.value).where(t.index_meta.c.key == "version")).first()
+    return int(row[0]) if row else 0
+
+
+def _bump(conn: Connection) -> int:
+    res = conn.execute(update(t.index_meta).where(t.index_meta.c.key == "version")
+                       .values(value=text("CAST(CAST(value AS INTEGER) + 1 AS TEXT)")))
+    if res.rowcount == 0:
+        conn.execute(insert(t.index_meta).values(key="version", value="1"))
+    return _version(conn)
+
+
+class MemoryVectorIndex:
+    """Exact cosine search: one float32 matrix per (space, kind), rebuilt lazily."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._version: int | None = None
+        self._model_id: str | None = None
+        self._rows: dict[tuple[str, str], dict[int, np.ndarray]] = {}
+        self._stacked: dict[tuple[str, str], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+
+    # --- writes (inside the caller's transaction) --------------------------------------------
+
+    def upsert(self, conn: Connection, rid: int, space: str, kind: str, vectors: np.ndarray,
+               model_id: str) -> None:
+        conn.execute(delete(t.search_vectors).where(t.search_vectors.c.rid == rid))
+        matrix = np.asarray(vectors, dtype=np.float32).reshape(len(vectors), -1)
+        conn.execute(insert(t.search_vectors), [
+            {"rid": rid, "seq": i, "model_id": model_id, "vector": row.tobytes()}
+            for i, row in enumerate(matrix)])
+        self._after_write(conn, lambda: self._apply(rid, space, kind, matrix, model_id))
+
+    def delete(self, conn: Connection, rids: Iterable[int]) -> None:
+        ids = list(rids)
+        if not ids:
+            return
+        conn.execute(delete(t.search_vectors).where(t.search_vectors.c.rid.in_(ids)))
+        self._after_write(conn, lambda: self._remove(ids))
+
+    def touch(self, conn: Connection) -> None:
+        """Record a write that changed no vectors (e.g. a document without vectors)."""
+        self._after_write(conn, lambda: None)
+
+    def _after_write(self, conn: Connection, apply: Callable[[], None]) -> None:
+        version = _bump(conn)
+        conn.info.setdefault("kairos_vector_pending", []).append((version, apply))
+
+    def commit(self, conn: Connection) -> None:
+        """Apply this transaction's writes to the cache, after it committed."""
+        for version, apply in conn.info.pop("kairos_vector_pending", []):
+            with self._lock:
+                if self._version is not None and self._version == version - 1:
+                    apply()
+                    self._version = version
+                else:
+                    self._version = None  # someone else wrote in between: reload on demand
+
+    def rollback(self, conn: Connection) -> None:
+        conn.info.pop("kairos_vector_pending", None)
+
+    def _apply(self, rid: int, space: str, kind: str, matrix: np.ndarray, model_id: str) -> None:
+        self._remove([rid])
+        if model_id == self._model_id:
+            self._rows.setdefault((space, kind), {})[rid] = matrix
+            self._stacked.pop((space, kind), None)
+
+    def _remove(self, rids: list[int]) -> None:
+        for key, rows in self._rows.items():
+            hit = False
+            for rid in rids:
+                hit = rows.pop(rid, None) is not None or hit
+            if hit:
+                self._stacked.pop(key, None)
+
+    # --- reads -------------------------------------------------------------------------------
+
+    def _load(self, conn: Connection, model_id: str) -> None:
+        version = _version(conn)
+        if self._version == version and self._model_id == model_id:
+            return
+        q = (select(t.search_docs.c.rid, t.search_docs.c.space, t.search_docs.c.kind,
+                    t.search_vectors.c.vector)
+             .join(t.search_vectors, t.search_vectors.c.rid == t.search_docs.c.rid)
+             .where(t.search_vectors.c.model_id == model_id)
+             .order_by(t.search_vectors.c.rid, t.search_vectors.c.seq))
+        grouped: dict[tuple[str, str], dict[int, list[np.ndarray]]] = {}
+        for rid, space, kind, blob in conn.execute(q):
+            grouped.setdefault((space, kind), {}).setdefault(rid, []).append(
+                np.frombuffer(blob, dtype=np.float32))
+        self._rows = {key: {rid: np.vstack(vs) for rid, vs in rows.items()}
+                      for key, rows in grouped.items()}
+        self._stacked = {}
+        self._version, self._model_id = version, model_id
+
+    def _matrix(self, key: tuple[str, str]) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """(rids, start row of each rid, matrix): a rid's vectors are contiguous rows."""
+        stacked = self._stacked.get(key)
+        if stacked is None:
+            rows = self._rows.get(key)
+            if not rows:
+                return None
+            sizes = np.array([len(m) for m in rows.values()], dtype=np.int64)
+            starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+            stacked = (np.fromiter(rows.keys(), dtype=np.int64, count=len(rows)), starts,
+                       np.vstack(list(rows.values())))
+            self._stacked[key] = stacked
+        return stacked
+
+    def search(self, conn: Connection, query: np.ndarray, *, space: str,
+               kinds: Sequence[str], model_id: str) -> tuple[np.ndarray, np.ndarray]:
+        """(rids, best cosine per rid) over every document of the given kinds."""
+        with self._lock:
+            self._load(conn, model_id)
+            parts = [m for k in kinds if (m := self._matrix((space, k))) is not None]
+        if not parts:
+            return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
+        rids = np.concatenate([p[0] for p in parts])
+        best = np.concatenate([np.maximum.reduceat(p[2] @ query, p[1]) for p in parts])
+        return rids, best
