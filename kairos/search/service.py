@@ -3,9 +3,12 @@ and the unified search of seed 002 with one calibrated hybrid score."""
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,12 +19,19 @@ from sqlalchemy.engine import Connection
 from ..store import schema as t
 from ..store.db import Store
 from ..store.repo import Repo
-from ..store.text_index import query_terms
 from . import ranking
 from .embedders import EmbedderUnavailable
 from .sessions import SessionStore
 
 CANDIDATES = 200
+DUPLICATE_BUDGET = 0.75
+_WORDS = re.compile(r"\w+", re.UNICODE)
+_pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="kairos-dupcheck")
+
+
+def jaccard(a: str, b: str) -> float:
+    wa, wb = set(_WORDS.findall(a.lower())), set(_WORDS.findall(b.lower()))
+    return len(wa & wb) / len(wa | wb) if wa and wb else 0.0
 
 
 @dataclass(frozen=True)
@@ -156,8 +166,7 @@ class SearchService:
                     candidates = set()
             else:
                 candidates = set()
-            text_scores = ranking.text_scores(text_hits, len(query_terms(query)))
-            candidates |= set(text_scores)
+            candidates |= {rid for rid, _ in text_hits}
             if not candidates:
                 return Ranked([], "text" if degraded else "hybrid", degraded,
                               self._hint(degraded))
@@ -166,6 +175,7 @@ class SearchService:
                 .mappings()}
             metrics = (repo.metrics_for([r["entity_id"] for r in rows.values()
                                          if r["kind"] == "protocol"]) if boosts else {})
+        terms = ranking.query_stems(query)
         hits = []
         for rid, row in rows.items():
             if exclude and row["entity_id"] in exclude:
@@ -173,7 +183,8 @@ class SearchService:
             if where is not None and not where(row):
                 continue
             d = dense.get(rid) if not degraded else None
-            txt = text_scores.get(rid, 0.0)
+            txt = ranking.text_score(ranking.coverage(
+                terms, ranking.stems(row["title"]), ranking.stems(row["body"][:5000])))
             score = ranking.fuse(d, txt)
             m = metrics.get(row["entity_id"])
             if m is not None:
@@ -189,6 +200,41 @@ class SearchService:
             return "Vector search is disabled (embedder 'none'); text search was used."
         state = getattr(self.embedder, "state", "unavailable")
         return f"Vector search unavailable ({state}); text fallback used."
+
+    # --- duplicate check ---------------------------------------------------------------------
+
+    def duplicate_check(self, kind: str, space: str, title: str, body: str,
+                        exclude: str | None, *, budget: float = DUPLICATE_BUDGET
+                        ) -> dict[str, Any]:
+        """Advisory, within a time budget: ≥ 0.85 → ``review_first``; 0.50–0.84 → listed as
+        FYI; a timeout → ``duplicate_check_timeout=true``. Callers run it inside their write
+        transaction, before the insert, so it never races it."""
+        future = _pool.submit(self.similar, kind, space, title, body, exclude)
+        try:
+            similar = future.result(timeout=budget)
+        except FutureTimeout:
+            return {"duplicates": [], "warnings": ["duplicate_check_timeout=true"]}
+        duplicates = [s for s in similar if s["score"] >= 0.50]
+        result: dict[str, Any] = {"duplicates": duplicates, "warnings": []}
+        if duplicates and duplicates[0]["score"] >= 0.85:
+            result["recommendation"] = "review_first"
+        return result
+
+    def similar(self, kind: str, space: str, title: str, body: str,
+                exclude: str | None) -> list[dict[str, Any]]:
+        """Similarity to existing records of a kind: cosine of the vectors when available,
+        else the word overlap (Jaccard) of title and body."""
+        text = f"{title}. {body}"
+        ranked = self.rank(text[:1500], space=space, kinds=(kind,),
+                           exclude={exclude} if exclude else None)
+        out = []
+        for hit in ranked.hits[:20]:
+            other = f"{hit.row['title']}. {hit.row['body']}"
+            score = hit.dense if hit.dense is not None else jaccard(text, other)
+            out.append({"entity_id": hit.entity_id, "entity_type": kind,
+                        "title": hit.row["title"], "score": round(max(0.0, score), 4)})
+        out.sort(key=lambda d: -d["score"])
+        return out
 
     # --- background work ---------------------------------------------------------------------
 

@@ -10,6 +10,7 @@ MIN_LEN = 80
 MAX_LEN = 640
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n\s*\n|\n(?=\s*(?:[-*+]|\d+\.)\s)")
 _WORD = re.compile(r"[\w']+", re.UNICODE)
+_FENCE = re.compile(r"^\s*(?:```|~~~)[^\n]*$", re.MULTILINE)
 _MD = re.compile(r"^\s*(?:#{1,6}\s+|[-*+]\s+|\d+\.\s+|>\s*)")
 
 
@@ -18,6 +19,7 @@ def _words(text: str) -> set[str]:
 
 
 def sentences(text: str) -> list[str]:
+    text = _FENCE.sub("", text)
     parts = (_MD.sub("", p).strip() for p in _SENTENCE.split(text))
     return [" ".join(p.split()) for p in parts if p and p.strip("`~ ")]
 

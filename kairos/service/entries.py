@@ -3,9 +3,6 @@ session memory and the duplicate check on every write."""
 
 from __future__ import annotations
 
-import re
-from concurrent.futures import ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
 from sqlalchemy import insert, select, update
@@ -52,17 +49,10 @@ FIELDS = {
                  "preview"),
 }
 _BODY = {"experience": "playbook", "manual": "content", "protocol": "content"}
-_WORDS = re.compile(r"\w+", re.UNICODE)
-_pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="kairos-dupcheck")
 
 
 def _table(kind: str) -> Any:
     return t.experiences if kind == "experience" else t.manuals
-
-
-def _jaccard(a: str, b: str) -> float:
-    wa, wb = set(_WORDS.findall(a.lower())), set(_WORDS.findall(b.lower()))
-    return len(wa & wb) / len(wa | wb) if wa and wb else 0.0
 
 
 def _text(value: Any, field: str, *, required: bool, limit: int) -> str | None:
@@ -221,32 +211,8 @@ class EntryService:
 
     def duplicate_check(self, kind: str, space: str, title: str, body: str,
                         exclude: str | None) -> dict[str, Any]:
-        future = _pool.submit(self._similar, kind, space, title, body, exclude)
-        try:
-            similar = future.result(timeout=self.duplicate_budget)
-        except FutureTimeout:
-            return {"duplicates": [], "warnings": ["duplicate_check_timeout=true"]}
-        duplicates = [s for s in similar if s["score"] >= 0.50]
-        result: dict[str, Any] = {"duplicates": duplicates, "warnings": []}
-        if duplicates and duplicates[0]["score"] >= 0.85:
-            result["recommendation"] = "review_first"
-        return result
-
-    def _similar(self, kind: str, space: str, title: str, body: str,
-                 exclude: str | None) -> list[dict[str, Any]]:
-        """Similarity to existing records: cosine of the vectors when available, else the
-        word overlap (Jaccard) of title and body."""
-        text = f"{title}. {body}"
-        ranked = self.search.rank(text[:1500], space=space, kinds=(kind,),
-                                  exclude={exclude} if exclude else None)
-        out = []
-        for hit in ranked.hits[:20]:
-            other = f"{hit.row['title']}. {hit.row['body']}"
-            score = hit.dense if hit.dense is not None else _jaccard(text, other)
-            out.append({"entity_id": hit.entity_id, "entity_type": kind,
-                        "title": hit.row["title"], "score": round(max(0.0, score), 4)})
-        out.sort(key=lambda d: -d["score"])
-        return out
+        return self.search.duplicate_check(kind, space, title, body, exclude,
+                                           budget=self.duplicate_budget)
 
     # --- reads -------------------------------------------------------------------------------
 

@@ -22,6 +22,7 @@ from ..store.repo import Repo, Row
 from .clock import now
 
 BUILTIN_SPACE = "_builtin"
+SIMILAR_THRESHOLD = 0.9
 BUILTINS = {
     "00000000-0000-0000-0000-000000002001": "create_protocol.md",
     "00000000-0000-0000-0000-000000002002": "refine_search.md",
@@ -159,6 +160,24 @@ class ProtocolService:
         values = {"title": draft.title, "title_key": key, "intro": draft.intro,
                   "tags": draft.tags, "updated_at": stamp, "llm_model_id": llm_model_id,
                   "source_hash": source_hash}
+        check: dict[str, Any] = {}
+        if self.search is not None and not builtin:
+            spec = protocol_spec("", space, draft, stamp)
+            check = self.search.duplicate_check(
+                "protocol", space, spec.title, spec.body,
+                existing["id"] if existing is not None else None)
+            for dup in check["duplicates"]:
+                dup["uri"] = self._first_uri(repo, dup.pop("entity_id"))
+                dup["chain_label"] = dup.pop("title")
+                dup.pop("entity_type", None)
+            top = check["duplicates"][0] if check["duplicates"] else None
+            if top is not None and top["score"] >= SIMILAR_THRESHOLD and not force_update:
+                raise ConflictError(
+                    errors.SIMILAR_MEMORY_FOUND,
+                    f"'{draft.title}' is {top['score']:.0%} similar to the existing protocol "
+                    f"'{top['chain_label']}' ({top['uri']}). Update that protocol, or pass "
+                    "force_update=true to mint anyway.",
+                    field="markdown_doc", line=draft.line, details=top)
         if existing is None:
             pid = protocol_id or new_id()
             repo.insert_protocol(id=pid, space=space, builtin=builtin, created_at=stamp,
@@ -182,7 +201,13 @@ class ProtocolService:
             "step_count": len(new_rows),
             "steps": [{"uri": to_uri(r["id"]), "label": r["label"]} for r in new_rows],
             "updated": updated,
+            **check,
         }
+
+    @staticmethod
+    def _first_uri(repo: Repo, protocol_id: str) -> str | None:
+        rows = repo.steps_of(protocol_id)
+        return to_uri(rows[0]["id"]) if rows else None
 
     @staticmethod
     def _reuse_ids(old: list[Row], draft: markdown.ProtocolDraft) -> list[str]:
