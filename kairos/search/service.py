@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -24,6 +25,7 @@ from .embedders import EmbedderUnavailable
 from .sessions import SessionStore
 
 CANDIDATES = 200
+STEM_CACHE = 50_000
 DUPLICATE_BUDGET = 0.75
 _WORDS = re.compile(r"\w+", re.UNICODE)
 _pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="kairos-dupcheck")
@@ -78,6 +80,24 @@ class SearchService:
         self._backfill_lock = threading.Lock()
         self.backfill_state = "idle"
         self.spec_builders: dict[str, Callable[[Repo, str], DocSpec | None]] = {}
+        self._stems: OrderedDict[tuple[int, str], tuple[set[str], set[str]]] = OrderedDict()
+        self._stems_lock = threading.Lock()
+
+    def _doc_stems(self, row: dict[str, Any]) -> tuple[set[str], set[str]]:
+        """Stemmed words of a document, cached by (rid, updated_at) so a write anywhere
+        (even by another process) simply misses the cache."""
+        key = (row["rid"], row["updated_at"])
+        with self._stems_lock:
+            hit = self._stems.get(key)
+            if hit is not None:
+                self._stems.move_to_end(key)
+                return hit
+        value = (ranking.stems(row["title"]), ranking.stems(row["body"][:5000]))
+        with self._stems_lock:
+            self._stems[key] = value
+            while len(self._stems) > STEM_CACHE:
+                self._stems.popitem(last=False)
+        return value
 
     # --- provider state ----------------------------------------------------------------------
 
@@ -183,8 +203,8 @@ class SearchService:
             if where is not None and not where(row):
                 continue
             d = dense.get(rid) if not degraded else None
-            txt = ranking.text_score(ranking.coverage(
-                terms, ranking.stems(row["title"]), ranking.stems(row["body"][:5000])))
+            title_stems, body_stems = self._doc_stems(row)
+            txt = ranking.text_score(ranking.coverage(terms, title_stems, body_stems))
             score = ranking.fuse(d, txt)
             m = metrics.get(row["entity_id"])
             if m is not None:

@@ -1,0 +1,75 @@
+"""The index: coherent across processes, rebuilt on a model change, never mixing spaces."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kairos.search.embedders import NoEmbedder
+from tests.conftest import make_kairos
+from tests.fakes import HashEmbedder
+
+DOC = "# Renew TLS certificates\n\n## Renew\n\nRun certbot renew on the edge hosts.\n"
+
+
+class SmallHash(HashEmbedder):
+    model_id = "fake:hash:64"
+
+    def __init__(self) -> None:
+        super().__init__(dim=64)
+
+
+def test_a_second_process_sees_writes_immediately(home: Path) -> None:
+    a, b = make_kairos(home), make_kairos(home)
+    assert b.search("renew tls certificates")["message"].startswith("No existing")
+    uri = a.mint(DOC)["items"][0]["uri"]
+    assert b.search("renew tls certificates")["choices"][0]["uri"] == uri
+    a.update(uri, updates={"content": "Rotate the kafka broker keystore."})
+    assert b.search("kafka broker keystore")["choices"][0]["uri"] == uri
+    a.delete(uri, protocol=True)
+    assert all(c["role"] != "match" for c in b.search("kafka broker keystore")["choices"])
+
+
+def test_a_model_change_is_detected_and_re_embedded(home: Path) -> None:
+    first = make_kairos(home)
+    for i in range(5):
+        first.mint(f"# Runbook {i} for disk alerts\n\n## Check\n\nCheck disk {i} usage.\n",
+                   force_update=True)
+    assert first.search_engine.backfill()["embedded"] == 0  # all vectors current
+    second = make_kairos(home, SmallHash())  # another model, another dimension
+    state = second.search_engine.index_state()
+    assert state["with_vectors"] == 0 and state["indexed_model_id"] == "fake:hash:256"
+    # Searching before the re-embed neither crashes nor mixes vector spaces.
+    assert second.search("disk usage runbook")["choices"][0]["role"] == "match"
+    report = second.search_engine.backfill()
+    assert report["embedded"] == 5 and report["model_id"] == "fake:hash:64"
+    state = second.search_engine.index_state()
+    assert state["with_vectors"] == 5 and state["indexed_model_id"] == "fake:hash:64"
+    assert second.search("disk usage runbook")["choices"][0]["role"] == "match"
+
+
+def test_documents_written_while_the_model_loads_get_vectors_later(home: Path) -> None:
+    loading = HashEmbedder(ready=False)
+    k = make_kairos(home, loading)
+    k.mint(DOC)
+    assert k.search_engine.index_state()["with_vectors"] == 0
+    loading._ready = True
+    assert k.search_engine.backfill()["embedded"] == 1
+    assert k.search_engine.index_state()["with_vectors"] == 1
+
+
+def test_the_none_provider_never_embeds(home: Path) -> None:
+    k = make_kairos(home, NoEmbedder())
+    k.mint(DOC)
+    assert k.search_engine.backfill()["state"] == "vectors unavailable"
+    assert k.search("renew tls certificates")["choices"][0]["role"] == "match"
+
+
+def test_spaces_never_see_each_other(home: Path) -> None:
+    from kairos.service import Caller
+
+    k = make_kairos(home)
+    k.mint(DOC, Caller(space="team-a"))
+    assert k.search("renew tls certificates", Caller(space="team-b"))["message"].startswith(
+        "No existing")
+    assert k.search("renew tls certificates", Caller(space="team-a"))["message"] == (
+        "Found 1 match.")
