@@ -24,11 +24,11 @@ from rich.table import Table
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from workload import Page, protocol_markdown, task_items  # noqa: E402
+from workload import Page, protocol_markdown, task_items
 
-from kairos.config import load_settings  # noqa: E402
-from kairos.search.embedders import LocalEmbedder, make_embedder  # noqa: E402
-from kairos.service import Kairos  # noqa: E402
+from kairos.config import load_settings
+from kairos.search.embedders import LocalEmbedder, make_embedder
+from kairos.service import Kairos
 
 RESULTS = Path(__file__).resolve().parent / "results"
 _STOP = set("a an and are as at be by for from has he in is it its of on that the to was were "
