@@ -166,9 +166,11 @@ class SearchService:
 
     def rank(self, query: str, *, space: str, kinds: Sequence[str],
              where: Callable[[dict[str, Any]], bool] | None = None,
-             exclude: set[str] | None = None, boosts: bool = False) -> Ranked:
-        """Every candidate scored on one calibrated scale in [0, 1], best first."""
-        qvec = self._embed([query])
+             exclude: set[str] | None = None, boosts: bool = False,
+             dense_query: str | None = None) -> Ranked:
+        """Every candidate scored on one calibrated scale in [0, 1], best first.
+        ``dense_query`` embeds instead of ``query`` (a document's own vector text)."""
+        qvec = self._embed([dense_query or query])
         degraded = qvec is None
         with self.store.read() as repo:
             conn = repo.conn
@@ -224,12 +226,12 @@ class SearchService:
     # --- duplicate check ---------------------------------------------------------------------
 
     def duplicate_check(self, kind: str, space: str, title: str, body: str,
-                        exclude: str | None, *, budget: float = DUPLICATE_BUDGET
-                        ) -> dict[str, Any]:
+                        exclude: str | None, *, budget: float = DUPLICATE_BUDGET,
+                        vector_text: str | None = None) -> dict[str, Any]:
         """Advisory, within a time budget: ≥ 0.85 → ``review_first``; 0.50–0.84 → listed as
         FYI; a timeout → ``duplicate_check_timeout=true``. Callers run it inside their write
         transaction, before the insert, so it never races it."""
-        future = _pool.submit(self.similar, kind, space, title, body, exclude)
+        future = _pool.submit(self.similar, kind, space, title, body, exclude, vector_text)
         try:
             similar = future.result(timeout=budget)
         except FutureTimeout:
@@ -241,12 +243,12 @@ class SearchService:
         return result
 
     def similar(self, kind: str, space: str, title: str, body: str,
-                exclude: str | None) -> list[dict[str, Any]]:
-        """Similarity to existing records of a kind: cosine of the vectors when available,
-        else the word overlap (Jaccard) of title and body."""
+                exclude: str | None, vector_text: str | None = None) -> list[dict[str, Any]]:
+        """Similarity to existing records of a kind: cosine of the vectors (of the same
+        recipe as the stored ones) when available, else the word overlap (Jaccard)."""
         text = f"{title}. {body}"
         ranked = self.rank(text[:1500], space=space, kinds=(kind,),
-                           exclude={exclude} if exclude else None)
+                           exclude={exclude} if exclude else None, dense_query=vector_text)
         out = []
         for hit in ranked.hits[:20]:
             other = f"{hit.row['title']}. {hit.row['body']}"

@@ -207,12 +207,10 @@ class EntryService:
         """Advisory duplicate check, run inside the write (so it never races the insert)
         within a time budget: ≥ 0.85 → review_first, 0.50–0.84 → listed as FYI."""
         body = values.get("playbook") or values.get("content") or ""
-        return self.duplicate_check(kind, space, values["title"], body, exclude)
-
-    def duplicate_check(self, kind: str, space: str, title: str, body: str,
-                        exclude: str | None) -> dict[str, Any]:
-        return self.search.duplicate_check(kind, space, title, body, exclude,
-                                           budget=self.duplicate_budget)
+        spec = self._spec(kind, {"id": "", "space": space, "updated_at": "", **values})
+        return self.search.duplicate_check(kind, space, values["title"], body, exclude,
+                                           budget=self.duplicate_budget,
+                                           vector_text=spec.vector_texts[0])
 
     # --- reads -------------------------------------------------------------------------------
 

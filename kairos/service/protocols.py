@@ -78,13 +78,14 @@ def protocol_spec(protocol_id: str, space: str, draft: markdown.ProtocolDraft,
         params = step.challenge.params
         detail = params.get("cmd") or params.get("tool_name") or params.get("prompt") or ""
         parts.append(f"{step.label}\n{body}\n{detail}".strip())
+    body = "\n\n".join([draft.intro, *parts]).strip()
     summary = ". ".join([draft.title, *(s.label for s in draft.steps)])
     if draft.intro:
         summary = f"{summary}. {draft.intro}"
+    details = " ".join(" ".join(p.split("\n")[1:]) for p in parts)
     return DocSpec(
-        kind="protocol", entity_id=protocol_id, space=space, title=draft.title,
-        body="\n\n".join([draft.intro, *parts]).strip(),
-        vector_texts=(summary,), updated_at=updated_at)
+        kind="protocol", entity_id=protocol_id, space=space, title=draft.title, body=body,
+        vector_texts=(f"{summary}. {details}"[:1200],), updated_at=updated_at)
 
 
 class ProtocolService:
@@ -165,7 +166,8 @@ class ProtocolService:
             spec = protocol_spec("", space, draft, stamp)
             check = self.search.duplicate_check(
                 "protocol", space, spec.title, spec.body,
-                existing["id"] if existing is not None else None)
+                existing["id"] if existing is not None else None,
+                vector_text=spec.vector_texts[0])
             for dup in check["duplicates"]:
                 dup["uri"] = self._first_uri(repo, dup.pop("entity_id"))
                 dup["chain_label"] = dup.pop("title")

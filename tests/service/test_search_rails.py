@@ -1,0 +1,122 @@
+"""Outcome boost, SIMILAR_MEMORY_FOUND, and the OpenAI-compatible provider."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import httpx
+import numpy as np
+import pytest
+
+from kairos.domain.errors import KairosError
+from kairos.search import ranking
+from kairos.search.embedders import EmbedderUnavailable, OpenAIEmbedder, make_embedder
+from kairos.service import Caller, Kairos
+from tests.conftest import make_kairos
+
+
+def test_outcome_boost_is_small_bounded_and_needs_three_runs() -> None:
+    assert ranking.with_outcomes(0.5, 2, 0) == 0.5
+    assert ranking.with_outcomes(0.5, 0, 2) == 0.5
+    assert 0.5 < ranking.with_outcomes(0.5, 3, 0) <= 0.55
+    assert 0.45 <= ranking.with_outcomes(0.5, 0, 3) < 0.5
+    assert ranking.with_outcomes(0.5, 100, 0) == pytest.approx(0.55)
+    assert ranking.with_outcomes(0.99, 100, 0) == 1.0
+    assert ranking.with_outcomes(0.01, 0, 100) == 0.0
+    assert ranking.with_outcomes(0.5, 50, 50) == 0.5
+
+
+@pytest.mark.parametrize("cosine", [-1.0, 0.0, 0.3, 0.42, 0.7, 1.0])
+@pytest.mark.parametrize("text", [0.0, 0.4, 0.85])
+def test_fused_scores_stay_in_range_and_grow_with_evidence(cosine: float, text: float) -> None:
+    score = ranking.fuse(cosine, text)
+    assert 0.0 <= score <= 1.0
+    assert ranking.fuse(min(1.0, cosine + 0.1), text) >= score
+    assert ranking.fuse(cosine, min(0.85, text + 0.1)) >= score
+    assert 0.0 <= ranking.fuse(None, text) <= 1.0
+
+
+def test_successful_protocols_rank_a_little_higher(home: Path) -> None:
+    kairos = make_kairos(home, KAIROS_EMBEDDER="none")
+    docs = {name: kairos.mint(f"# Restart the {name} service\n\n## Restart\n\nRestart the "
+                              f"service with systemctl ({name}).\n")["items"][0]["uri"]
+            for name in ("alpha", "bravo")}
+    before = {c["uri"]: c["score"] for c in kairos.search("restart the service safely tonight")["choices"]
+              if c["role"] == "match"}
+    for i in range(4):
+        caller = Caller(id=f"agent-{i}")
+        begun = kairos.begin(docs["bravo"], caller)
+        kairos.attest(docs["bravo"], "success", "restarted", caller,
+                      solution={"type": "comment", "nonce": begun["challenge"]["nonce"],
+                                "proof_hash": begun["challenge"]["proof_hash"],
+                                "comment": {"text": "Restarted the bravo service fine."}})
+    after = {c["uri"]: c["score"] for c in kairos.search("restart the service safely tonight")["choices"]
+             if c["role"] == "match"}
+    assert after[docs["bravo"]] > before[docs["bravo"]]
+    assert after[docs["bravo"]] - before[docs["bravo"]] <= 0.05 + 0.01
+    assert after[docs["alpha"]] == before[docs["alpha"]]
+
+
+def test_similar_memory_found_unless_force_update(kairos: Kairos) -> None:
+    kairos.mint("# Rotate the vault root token\n\n## Rotate\n\nvault token create and revoke "
+                "the old root token.\n")
+    with pytest.raises(KairosError) as info:
+        kairos.mint("# Rotate vault root token\n\n## Rotate\n\nvault token create and revoke "
+                    "the old root token.\n")
+    assert info.value.code == "SIMILAR_MEMORY_FOUND" and info.value.status == 409
+    assert info.value.details["score"] >= 0.9
+    assert info.value.details["chain_label"] == "Rotate the vault root token"
+    forced = kairos.mint("# Rotate vault root token\n\n## Rotate\n\nvault token create and "
+                         "revoke the old root token.\n", force_update=True)["items"][0]
+    assert forced["recommendation"] == "review_first" and forced["duplicates"]
+
+
+def test_a_write_reports_fyi_duplicates(kairos: Kairos) -> None:
+    kairos.mint("# Rotate the vault root token\n\n## Rotate\n\nRevoke the old root token.\n")
+    item = kairos.mint("# Audit vault policies\n\n## Audit\n\nList vault policies and review "
+                       "the root token usage.\n")["items"][0]
+    assert "recommendation" not in item
+    assert all(d["score"] < 0.9 for d in item["duplicates"])
+
+
+def _openai_server(dim: int = 8) -> httpx.MockTransport:
+    """An OpenAI-compatible /v1/embeddings endpoint (deterministic vectors)."""
+    def handler(request: httpx.Request) -> httpx.Response:
+        if request.url.path != "/v1/embeddings":
+            return httpx.Response(404)
+        if request.headers.get("authorization") != "Bearer sk-test":
+            return httpx.Response(401, json={"error": "bad key"})
+        body = json.loads(request.content)
+        data = [{"index": i, "embedding": [float((hash(t) >> s) % 7) + 1 for s in range(dim)]}
+                for i, t in enumerate(body["input"])]
+        return httpx.Response(200, json={"data": list(reversed(data)), "model": body["model"]})
+    return httpx.MockTransport(handler)
+
+
+def test_openai_compatible_embedder() -> None:
+    e = OpenAIEmbedder("http://tei.local/v1", "bge-small", "sk-test", transport=_openai_server())
+    vectors = e.embed(["a", "b", "c"])
+    assert vectors.shape == (3, 8)
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0)
+    assert e.model_id == "openai:bge-small:8" and e.state == "ready"
+    bad = OpenAIEmbedder("http://tei.local/v1", "m", "wrong", transport=_openai_server())
+    with pytest.raises(EmbedderUnavailable):
+        bad.embed(["x"])
+    assert bad.state.startswith("failed")
+
+
+def test_openai_failure_falls_back_to_text(home: Path) -> None:
+    failing = OpenAIEmbedder("http://tei.local/v1", "m", "wrong", transport=_openai_server())
+    k = make_kairos(home, failing)
+    k.write_entry({"entity_type": "experience", "category": "general", "title": "Warm caches",
+                   "playbook": "Warm the cache before traffic arrives."})
+    response = k.search_entries({"query": "warm the cache"})
+    assert response["results"] and response["search_mode"] == "text"
+
+
+def test_embedder_factory() -> None:
+    assert make_embedder("none").name == "none"
+    assert make_embedder("local").name == "local"
+    with pytest.raises(ValueError):
+        make_embedder("word2vec")
