@@ -42,7 +42,8 @@ def test_successful_protocols_rank_a_little_higher(home: Path) -> None:
     docs = {name: kairos.mint(f"# Restart the {name} service\n\n## Restart\n\nRestart the "
                               f"service with systemctl ({name}).\n")["items"][0]["uri"]
             for name in ("alpha", "bravo")}
-    before = {c["uri"]: c["score"] for c in kairos.search("restart the service safely tonight")["choices"]
+    query = "restart the service safely tonight"
+    before = {c["uri"]: c["score"] for c in kairos.search(query)["choices"]
               if c["role"] == "match"}
     for i in range(4):
         caller = Caller(id=f"agent-{i}")
@@ -51,7 +52,7 @@ def test_successful_protocols_rank_a_little_higher(home: Path) -> None:
                       solution={"type": "comment", "nonce": begun["challenge"]["nonce"],
                                 "proof_hash": begun["challenge"]["proof_hash"],
                                 "comment": {"text": "Restarted the bravo service fine."}})
-    after = {c["uri"]: c["score"] for c in kairos.search("restart the service safely tonight")["choices"]
+    after = {c["uri"]: c["score"] for c in kairos.search(query)["choices"]
              if c["role"] == "match"}
     assert after[docs["bravo"]] > before[docs["bravo"]]
     assert after[docs["bravo"]] - before[docs["bravo"]] <= 0.05 + 0.01
