@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import HealthCheck, given, settings
 
+from kairos.domain import markdown
 from kairos.domain.errors import KairosError
 from kairos.domain.texts import CREATE_PROTOCOL_URI, REFINE_SEARCH_URI
 from kairos.service import Caller, Kairos
 from tests.conftest import make_kairos
+from tests.domain.test_markdown_roundtrip import PROTOCOLS
 from tests.spec.seedkit import mint_three, shell_ok
 
 
@@ -128,3 +131,18 @@ def test_builtins_refresh_when_their_source_changes(home) -> None:
     assert k.dump(REFINE_SEARCH_URI, protocol=True) == before
 
 
+
+
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(protocol=PROTOCOLS)
+def test_mint_dump_mint_round_trip(kairos: Kairos, protocol: markdown.ProtocolDraft) -> None:
+    """Through the service: a dumped protocol mints back to the same protocol, same URIs."""
+    item = kairos.mint(markdown.render(protocol), force_update=True)["items"][0]
+    dumped = kairos.dump(item["uri"], protocol=True)
+    [parsed] = markdown.parse(dumped["markdown_doc"])
+    assert (parsed.title, parsed.intro, parsed.steps) == (
+        protocol.title, protocol.intro, protocol.steps)
+    again = kairos.mint(dumped["markdown_doc"], force_update=True)["items"][0]
+    assert [s["uri"] for s in again["steps"]] == [s["uri"] for s in item["steps"]]
+    assert kairos.dump(item["uri"], protocol=True) == dumped
