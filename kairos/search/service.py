@@ -119,11 +119,18 @@ class SearchService:
 
     # --- writes (inside the caller's transaction) --------------------------------------------
 
-    def index(self, repo: Repo, docs: Sequence[DocSpec]) -> None:
-        """Upsert documents in the caller's transaction: a search right after sees them."""
-        conn = repo.conn
+    def embed_docs(self, docs: Sequence[DocSpec]) -> np.ndarray | None:
+        """The vectors of documents (all their vector texts, in order), or None."""
         texts = [txt for d in docs for txt in d.vector_texts]
-        vectors = self._embed(texts) if texts else None
+        return self._embed(texts) if texts else None
+
+    def index(self, repo: Repo, docs: Sequence[DocSpec],
+              vectors: np.ndarray | None = None) -> None:
+        """Upsert documents in the caller's transaction: a search right after sees them.
+        ``vectors`` may come precomputed from ``embed_docs`` (embed once per write)."""
+        conn = repo.conn
+        if vectors is None:
+            vectors = self.embed_docs(docs)
         offset = 0
         for doc in docs:
             rid = self._upsert_doc(conn, doc)
@@ -167,10 +174,11 @@ class SearchService:
     def rank(self, query: str, *, space: str, kinds: Sequence[str],
              where: Callable[[dict[str, Any]], bool] | None = None,
              exclude: set[str] | None = None, boosts: bool = False,
-             dense_query: str | None = None) -> Ranked:
+             query_vector: np.ndarray | None = None) -> Ranked:
         """Every candidate scored on one calibrated scale in [0, 1], best first.
-        ``dense_query`` embeds instead of ``query`` (a document's own vector text)."""
-        qvec = self._embed([dense_query or query])
+        ``query_vector`` replaces the query's embedding (a document's own vector)."""
+        qvec = (query_vector.reshape(1, -1) if query_vector is not None
+                else self._embed([query]))
         degraded = qvec is None
         with self.store.read() as repo:
             conn = repo.conn
@@ -227,11 +235,11 @@ class SearchService:
 
     def duplicate_check(self, kind: str, space: str, title: str, body: str,
                         exclude: str | None, *, budget: float = DUPLICATE_BUDGET,
-                        vector_text: str | None = None) -> dict[str, Any]:
+                        query_vector: np.ndarray | None = None) -> dict[str, Any]:
         """Advisory, within a time budget: ≥ 0.85 → ``review_first``; 0.50–0.84 → listed as
         FYI; a timeout → ``duplicate_check_timeout=true``. Callers run it inside their write
         transaction, before the insert, so it never races it."""
-        future = _pool.submit(self.similar, kind, space, title, body, exclude, vector_text)
+        future = _pool.submit(self.similar, kind, space, title, body, exclude, query_vector)
         try:
             similar = future.result(timeout=budget)
         except FutureTimeout:
@@ -243,12 +251,13 @@ class SearchService:
         return result
 
     def similar(self, kind: str, space: str, title: str, body: str,
-                exclude: str | None, vector_text: str | None = None) -> list[dict[str, Any]]:
+                exclude: str | None, query_vector: np.ndarray | None = None
+                ) -> list[dict[str, Any]]:
         """Similarity to existing records of a kind: cosine of the vectors (of the same
         recipe as the stored ones) when available, else the word overlap (Jaccard)."""
         text = f"{title}. {body}"
         ranked = self.rank(text[:1500], space=space, kinds=(kind,),
-                           exclude={exclude} if exclude else None, dense_query=vector_text)
+                           exclude={exclude} if exclude else None, query_vector=query_vector)
         out = []
         for hit in ranked.hits[:20]:
             other = f"{hit.row['title']}. {hit.row['body']}"

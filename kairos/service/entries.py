@@ -208,9 +208,10 @@ class EntryService:
         within a time budget: ≥ 0.85 → review_first, 0.50–0.84 → listed as FYI."""
         body = values.get("playbook") or values.get("content") or ""
         spec = self._spec(kind, {"id": "", "space": space, "updated_at": "", **values})
+        vectors = self.search.embed_docs([spec])
         return self.search.duplicate_check(kind, space, values["title"], body, exclude,
                                            budget=self.duplicate_budget,
-                                           vector_text=spec.vector_texts[0])
+                                           query_vector=None if vectors is None else vectors[0])
 
     # --- reads -------------------------------------------------------------------------------
 

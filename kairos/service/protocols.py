@@ -162,12 +162,14 @@ class ProtocolService:
                   "tags": draft.tags, "updated_at": stamp, "llm_model_id": llm_model_id,
                   "source_hash": source_hash}
         check: dict[str, Any] = {}
+        vectors = None
         if self.search is not None and not builtin:
             spec = protocol_spec("", space, draft, stamp)
+            vectors = self.search.embed_docs([spec])
             check = self.search.duplicate_check(
                 "protocol", space, spec.title, spec.body,
                 existing["id"] if existing is not None else None,
-                vector_text=spec.vector_texts[0])
+                query_vector=None if vectors is None else vectors[0])
             for dup in check["duplicates"]:
                 dup["uri"] = self._first_uri(repo, dup.pop("entity_id"))
                 dup["chain_label"] = dup.pop("title")
@@ -194,7 +196,7 @@ class ProtocolService:
         repo.delete_steps(r["id"] for r in old_steps)
         repo.insert_steps(new_rows)
         if self.search is not None and not builtin:
-            self.search.index(repo, [protocol_spec(pid, space, draft, stamp)])
+            self.search.index(repo, [protocol_spec(pid, space, draft, stamp)], vectors)
         return {
             "uri": to_uri(new_rows[0]["id"]),
             "chain_label": draft.title,

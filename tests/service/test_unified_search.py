@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import time
-from collections.abc import Sequence
+import threading
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 
 from kairos.domain.errors import KairosError
@@ -270,16 +268,20 @@ def test_duplicates_between_half_and_085_are_listed_as_fyi(home: Path) -> None:
     assert 0.5 <= half["duplicates"][0]["score"] < 0.85
 
 
-class SlowEmbedder(HashEmbedder):
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        time.sleep(0.3)
-        return super().embed(texts)
+def test_duplicate_check_timeout_still_writes_with_a_warning(
+        kairos: Kairos, monkeypatch: pytest.MonkeyPatch) -> None:
+    k = kairos
+    release = threading.Event()
+    original = k.search_engine.similar
 
+    def slow_similar(*args: Any, **kwargs: Any) -> list[dict[str, Any]]:
+        release.wait(timeout=5)  # the check outlives its budget
+        return original(*args, **kwargs)
 
-def test_duplicate_check_timeout_still_writes_with_a_warning(home: Path) -> None:
-    k = make_kairos(home, SlowEmbedder())
+    monkeypatch.setattr(k.search_engine, "similar", slow_similar)
     k.entries.duplicate_budget = 0.05
     stored = k.write_entry(dict(VAULT))
+    release.set()
     assert stored["warnings"] == ["duplicate_check_timeout=true"]
     assert k.read_entries({"ids": [stored["entity_id"]]})["count"] == 1
 
