@@ -185,18 +185,18 @@ class SearchService:
             text_hits = self.store.text_index.search(conn, query, space=space, kinds=kinds,
                                                      limit=CANDIDATES)
             dense: dict[int, float] = {}
+            candidates = {rid for rid, _ in text_hits}
             if qvec is not None:
+                model_id = self.embedder.model_id
                 rids, sims = self.store.vector_index.search(
-                    conn, qvec[0], space=space, kinds=kinds, model_id=self.embedder.model_id)
-                if len(rids):
-                    top = np.argsort(-sims)[:CANDIDATES]
-                    dense = dict(zip(rids.tolist(), sims.tolist(), strict=True))
-                    candidates = set(rids[top].tolist())
-                else:
-                    candidates = set()
-            else:
-                candidates = set()
-            candidates |= {rid for rid, _ in text_hits}
+                    conn, qvec[0], space=space, kinds=kinds, model_id=model_id,
+                    limit=CANDIDATES)
+                dense = dict(zip(rids.tolist(), sims.tolist(), strict=True))
+                missing = [rid for rid in candidates if rid not in dense]
+                if missing:
+                    dense.update(self.store.vector_index.scores(conn, qvec[0], missing,
+                                                                model_id=model_id))
+                candidates |= set(dense)
             if not candidates:
                 return Ranked([], "text" if degraded else "hybrid", degraded,
                               self._hint(degraded))

@@ -28,7 +28,11 @@ class VectorIndex(Protocol):
     def rollback(self, conn: Connection) -> None: ...
 
     def search(self, conn: Connection, query: np.ndarray, *, space: str,
-               kinds: Sequence[str], model_id: str) -> tuple[np.ndarray, np.ndarray]: ...
+               kinds: Sequence[str], model_id: str, limit: int
+               ) -> tuple[np.ndarray, np.ndarray]: ...
+
+    def scores(self, conn: Connection, query: np.ndarray, rids: Sequence[int], *,
+               model_id: str) -> dict[int, float]: ...
 
 
 def _version(conn: Connection) -> int:
@@ -142,8 +146,9 @@ class MemoryVectorIndex:
         return stacked
 
     def search(self, conn: Connection, query: np.ndarray, *, space: str,
-               kinds: Sequence[str], model_id: str) -> tuple[np.ndarray, np.ndarray]:
-        """(rids, best cosine per rid) over every document of the given kinds."""
+               kinds: Sequence[str], model_id: str, limit: int
+               ) -> tuple[np.ndarray, np.ndarray]:
+        """(rids, best cosine per rid) of the ``limit`` best documents, best first."""
         with self._lock:
             self._load(conn, model_id)
             parts = [m for k in kinds if (m := self._matrix((space, k))) is not None]
@@ -151,4 +156,17 @@ class MemoryVectorIndex:
             return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
         rids = np.concatenate([p[0] for p in parts])
         best = np.concatenate([np.maximum.reduceat(p[2] @ query, p[1]) for p in parts])
-        return rids, best
+        if len(best) > limit:
+            top = np.argpartition(-best, limit)[:limit]
+            rids, best = rids[top], best[top]
+        order = np.argsort(-best, kind="stable")
+        return rids[order], best[order]
+
+    def scores(self, conn: Connection, query: np.ndarray, rids: Sequence[int], *,
+               model_id: str) -> dict[int, float]:
+        """The best cosine of each given document that has vectors of ``model_id``."""
+        with self._lock:
+            self._load(conn, model_id)
+            found = {rid: m for rows in self._rows.values() for rid in rids
+                     if (m := rows.get(rid)) is not None}
+        return {rid: float(np.max(m @ query)) for rid, m in found.items()}
