@@ -22,7 +22,7 @@ from ..store.db import Store
 from ..store.repo import Repo
 from . import ranking
 from .embedders import EmbedderUnavailable
-from .sessions import SessionStore
+from .sessions import Sessions, SessionStore
 
 CANDIDATES = 200
 STEM_CACHE = 50_000
@@ -73,10 +73,10 @@ class Ranked:
 
 
 class SearchService:
-    def __init__(self, store: Store, embedder: Any) -> None:
+    def __init__(self, store: Store, embedder: Any, sessions: Sessions | None = None) -> None:
         self.store = store
         self.embedder = embedder
-        self.sessions = SessionStore()
+        self.sessions: Sessions = sessions or SessionStore()
         self._backfill_lock = threading.Lock()
         self.backfill_state = "idle"
         self.spec_builders: dict[str, Callable[[Repo, str], DocSpec | None]] = {}

@@ -12,6 +12,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 SESSION_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:\-]{0,127}$")
 MAX_LAST_QUERIES = 20
@@ -20,6 +21,20 @@ MAX_LAST_QUERIES = 20
 def valid_session_id(value: object) -> str | None:
     """The id when it is well formed; a malformed id is ignored (None), never an error."""
     return value if isinstance(value, str) and SESSION_ID_RE.match(value) else None
+
+
+class Sessions(Protocol):
+    """Session memory: in process (``SessionStore``) or as database rows, one per replica
+    set (``kairos.store.sessions.DbSessionStore``)."""
+
+    def get(self, session_id: str) -> dict[str, object] | None: ...
+
+    def viewed(self, session_id: str) -> set[str]: ...
+
+    def record(self, session_id: str, *, query: str | None = None,
+               viewed: Iterable[str] = ()) -> None: ...
+
+    def cite(self, session_id: str, ids: Iterable[str]) -> dict[str, object]: ...
 
 
 @dataclass

@@ -201,3 +201,14 @@ index_meta = Table(
     Column("key", String(64), primary_key=True),
     Column("value", Text, nullable=False),
 )
+
+# Search sessions stored in the database: used when several replicas share one PostgreSQL
+# (the embedded default keeps them in an in-process LRU).
+search_sessions = Table(
+    "search_sessions", metadata,
+    Column("session_id", String(128), primary_key=True),
+    Column("last_seen", Float, nullable=False, index=True),
+    Column("viewed_ids", JSON, nullable=False),
+    Column("cited_ids", JSON, nullable=False),
+    Column("last_queries", JSON, nullable=False),
+)

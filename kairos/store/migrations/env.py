@@ -11,8 +11,14 @@ config = context.config
 connection = config.attributes.get("connection")
 
 
+def _include(obj: object, name: str | None, type_: str, reflected: bool,
+             compare_to: object) -> bool:
+    """Leave the dialect-specific search tables (FTS5 shadow tables) to hand-written DDL."""
+    return not (type_ == "table" and name is not None and name.startswith("search_fts"))
+
+
 def _run(conn: Connection) -> None:
-    context.configure(connection=conn, target_metadata=metadata,
+    context.configure(connection=conn, target_metadata=metadata, include_object=_include,
                       render_as_batch=conn.dialect.name == "sqlite")
     with context.begin_transaction():
         context.run_migrations()
