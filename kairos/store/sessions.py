@@ -70,7 +70,8 @@ class DbSessionStore:
             if row is None:
                 conn.execute(delete(t.search_sessions).where(
                     t.search_sessions.c.session_id == session_id))
-                values = {"viewed_ids": [], "cited_ids": [], "last_queries": []}
+                values: dict[str, list[str]] = {"viewed_ids": [], "cited_ids": [],
+                                                "last_queries": []}
                 conn.execute(insert(t.search_sessions).values(
                     session_id=session_id, last_seen=now, **values))
                 self._evict(conn, now)
