@@ -1,20 +1,39 @@
-"""``kairos``: thin commands over the service (parse, call, render)."""
+"""``kairos``: thin commands over the service (parse, call, render).
+
+Imports are lazy: ``kairos mcp`` must answer an agent host's handshake within moments of
+starting, so nothing heavy (database layer, web stack, embedding model) is imported
+before a command needs it.
+
+The CLI is the process entry point, so it is where surfaces are put together: ``serve``
+runs the REST app with the MCP server inside it, ``mcp`` runs the MCP server on stdio.
+It loads those surfaces by module name (``_surface``), keeping the rule that no surface
+imports another.
+"""
 
 from __future__ import annotations
 
+import importlib
 import json
+import os
+import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
 
 from ..domain.errors import KairosError
-from ..service import Caller, Kairos
+
+if TYPE_CHECKING:
+    from ..config import Settings
+    from ..service import Caller, Kairos
 
 app = typer.Typer(help="KAIROS: a memory server for AI agents.", no_args_is_help=True,
                   add_completion=False)
 console = Console()
+err = Console(stderr=True)
 
 SAMPLE = """# Sample: create a project skeleton
 
@@ -30,22 +49,113 @@ PROOF OF WORK: echo config > src/config.json
 
 ## Review
 
+Review what the two steps created: the src directory and src/config.json.
+
 PROOF OF WORK: comment min_length=20
 """
+MANY_FILES = 3  # from this many files on, mint shows a progress bar
+SECRET_SETTINGS = {"openai_api_key", "api_tokens"}
 
 
-def _service() -> Kairos:
-    return Kairos()
+def _surface(name: str) -> ModuleType:
+    return importlib.import_module(f"kairos.{name}")
+
+
+def _settings(**overrides: Any) -> Settings:
+    from ..config import load_settings
+
+    return load_settings(**overrides)
+
+
+def _service(settings: Settings | None = None) -> Kairos:
+    from ..service import Kairos
+
+    return Kairos(settings or _settings())
+
+
+def _caller(k: Kairos, space: str | None = None) -> Caller:
+    from ..service import Caller
+
+    return Caller(space=space or str(k.settings.space), id="local")
 
 
 def _print(data: Any) -> None:
     console.print_json(json.dumps(data, ensure_ascii=False))
 
 
-def _fail(exc: KairosError) -> None:
-    console.print_json(json.dumps(exc.to_dict(), ensure_ascii=False))
+def _fail(exc: KairosError) -> NoReturn:
+    err.print_json(json.dumps(exc.to_dict(), ensure_ascii=False))
     raise typer.Exit(1)
 
+
+# --- servers -----------------------------------------------------------------------------
+
+@app.command()
+def serve(
+    host: Annotated[str | None, typer.Option(
+        help="Address to listen on [default: KAIROS_HOST or 127.0.0.1].")] = None,
+    port: Annotated[int | None, typer.Option(
+        help="Port to listen on [default: KAIROS_PORT or 8765].")] = None,
+    log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "info",
+) -> None:
+    """Serve MCP (streamable HTTP at /mcp) and REST (/api/v1) in one process."""
+    from functools import partial
+
+    import uvicorn
+
+    settings = _settings(host=host, port=port)
+    api, mcp = _surface("api"), _surface("mcp")
+    try:
+        tokens = api.load_tokens(settings)
+    except api.TokenConfigError as exc:
+        err.print(f"[red]{exc}[/red]")
+        raise typer.Exit(2) from None
+    bind, port_number = str(settings.host), int(settings.port)
+    problem = api.check_bind(bind, tokens)
+    if problem:
+        err.print(f"[red]{problem}[/red]")
+        raise typer.Exit(2)
+    if tokens:
+        spaces = ", ".join(sorted(set(tokens.values())))
+        err.print(f"{len(tokens)} API token(s) configured (spaces: {spaces}); every request "
+                  "except /health needs Authorization: Bearer <token>.")
+    else:
+        err.print(f"No API tokens configured: listening on {bind} only, without "
+                  "authentication. Set KAIROS_API_TOKENS or KAIROS_TOKENS_FILE to serve a "
+                  "network.")
+    k = _service(settings)
+    web = api.create_app(k, tokens=tokens, host=bind,
+                         mcp_factory=partial(mcp.build_server, mcp.ServiceRef.of(k)))
+    base = f"http://{bind}:{port_number}"
+    err.print(f"KAIROS on {base}: MCP {base}/mcp, REST {base}/api/v1, docs {base}/docs")
+    try:
+        uvicorn.run(web, host=bind, port=port_number, log_level=log_level)
+    finally:
+        k.close()
+
+
+@app.command("mcp")
+def mcp_stdio(
+    server: Annotated[str | None, typer.Option(
+        "--server", help="Forward every call to a `kairos serve` at this URL "
+                         "(e.g. http://host:8765/mcp) instead of opening a local store.")] = None,
+) -> None:
+    """Serve MCP on stdin/stdout for one agent host (stdout carries only MCP messages).
+
+    One session id is made at start (override: KAIROS_SESSION_ID or CHL_SESSION_ID). With
+    --server it is sent as X-CHL-Session on every call, with Authorization: Bearer
+    $KAIROS_TOKEN when that is set."""
+    stdio = importlib.import_module("kairos.mcp.stdio")
+    session_id = stdio.process_session_id()
+    if server:
+        proxy = importlib.import_module("kairos.mcp.proxy")
+        proxy.run_proxy(server, session_id=session_id,
+                        token=os.environ.get("KAIROS_TOKEN") or None)
+    else:
+        stdio.run_stdio(_settings(), session_id)
+
+
+# --- protocols ---------------------------------------------------------------------------
 
 @app.command()
 def demo() -> None:
@@ -66,60 +176,268 @@ def demo() -> None:
         ch = response["challenge"]
         done = k.attest(steps[-1], "success", "Sample run finished.", solution={
             "type": "comment", "nonce": ch["nonce"], "proof_hash": ch["proof_hash"],
-            "comment": {"text": "Created src and its configuration file."}})
+            "comment": {"text": "Reviewed what the steps created: the src directory and "
+                                "src/config.json both exist."}})
         _print(done)
+        if "run_id" not in done:  # the answer was refused: the response says why
+            raise typer.Exit(1)
         _print(k.verify_run(done["run_id"]))
     except KairosError as exc:
         _fail(exc)
+    finally:
+        k.close()
 
 
 @app.command()
-def mint(path: Path, force: bool = typer.Option(False, "--force", help="Replace same titles.")
-         ) -> None:
+def mint(
+    path: Annotated[Path, typer.Argument(help="A markdown file, or a directory of them.")],
+    force: Annotated[bool, typer.Option("--force", help="Replace same titles.")] = False,
+) -> None:
     """Mint a markdown file (or every .md file in a directory) as protocols."""
-    k = _service()
+    if not path.exists():
+        err.print(f"[red]{path}: no such file or directory[/red]")
+        raise typer.Exit(2)
     files = sorted(path.glob("**/*.md")) if path.is_dir() else [path]
-    for file in files:
+    k = _service()
+    failed = 0
+
+    def one(file: Path) -> None:
+        nonlocal failed
         try:
-            result = k.mint(file.read_text("utf-8"), force_update=force)
-            for item in result["items"]:
-                console.print(f"{item['uri']}  {item['chain_label']}")
+            result = k.mint(file.read_text("utf-8"), _caller(k), force_update=force)
         except KairosError as exc:
-            console.print(f"[red]{file}[/red]: {exc.message}")
+            failed += 1
+            where = f":{exc.line}" if exc.line else ""
+            err.print(f"[red]{file}{where}[/red]: {exc.message}", highlight=False)
+            return
+        except (OSError, UnicodeDecodeError) as exc:
+            failed += 1
+            err.print(f"[red]{file}[/red]: cannot read ({exc})", highlight=False)
+            return
+        for item in result["items"]:
+            state = "updated" if item.get("updated") else "stored"
+            console.print(f"{item['uri']}  {item['chain_label']}  ({item['step_count']} "
+                          f"steps, {state})", highlight=False)
+
+    try:
+        if len(files) >= MANY_FILES:
+            from rich.progress import track
+
+            for file in track(files, description="Minting", console=err, transient=True):
+                one(file)
+        else:
+            for file in files:
+                one(file)
+    finally:
+        k.close()
+    err.print(f"{len(files) - failed} of {len(files)} file(s) minted.")
+    if failed:
+        raise typer.Exit(1)
 
 
 @app.command()
-def dump(uri: str, protocol: bool = typer.Option(False, "--protocol")) -> None:
+def search(
+    query: Annotated[str, typer.Argument(help="What you want done, in a few words.")],
+    limit: Annotated[int | None, typer.Option(help="Maximum number of matches.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the raw response.")] = False,
+) -> None:
+    """Find protocols for a request (kairos_search)."""
+    from rich.table import Table
+
+    k = _service()
+    try:
+        result = k.search(query, _caller(k), limit=limit)
+    except KairosError as exc:
+        _fail(exc)
+    finally:
+        k.close()
+    if as_json:
+        _print(result)
+        return
+    console.print(result["message"], highlight=False)
+    table = Table("role", "score", "protocol", "uri")
+    for choice in result["choices"]:
+        score = "" if choice["score"] is None else f"{choice['score']:.2f}"
+        table.add_row(choice["role"], score, choice["chain_label"] or choice["label"],
+                      choice["uri"])
+    console.print(table)
+
+
+@app.command()
+def dump(
+    uri: Annotated[str, typer.Argument(help="A step URI, kairos://mem/<uuid>.")],
+    protocol: Annotated[bool, typer.Option("--protocol", help="The whole protocol.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the raw response.")] = False,
+) -> None:
     """Show one step, or the whole protocol as markdown."""
+    k = _service()
     try:
-        result = _service().dump(uri, protocol=protocol)
+        result = k.dump(uri, _caller(k), protocol=protocol)
     except KairosError as exc:
         _fail(exc)
-    console.print(result["markdown_doc"], markup=False, highlight=False)
+    finally:
+        k.close()
+    if as_json:
+        _print(result)
+    else:
+        console.print(result["markdown_doc"], markup=False, highlight=False)
 
+
+# --- runs --------------------------------------------------------------------------------
 
 @app.command()
-def verify(run_id: str) -> None:
+def verify(run_id: Annotated[str, typer.Argument(help="The run id.")]) -> None:
     """Recompute a run's proof chain and report the first broken link."""
+    k = _service()
     try:
-        result = _service().verify_run(run_id)
+        result = k.verify_run(run_id, _caller(k))
     except KairosError as exc:
         _fail(exc)
+    finally:
+        k.close()
     _print(result)
     if not result["valid"]:
         raise typer.Exit(1)
 
 
 @app.command()
-def runs(limit: int = 20) -> None:
+def runs(limit: Annotated[int, typer.Option(help="How many runs.")] = 20) -> None:
     """Recent runs with their outcome."""
     from rich.table import Table
 
+    k = _service()
+    try:
+        items = k.run_history(_caller(k), limit)
+    finally:
+        k.close()
     table = Table("run", "protocol", "status", "outcome", "step", "updated")
-    for r in _service().run_history(Caller(), limit):
+    for r in items:
         table.add_row(r["run_id"], r["chain_label"] or "?", r["status"], r["outcome"] or "",
                       str(r["step"]), r["updated_at"])
     console.print(table)
+
+
+# --- data --------------------------------------------------------------------------------
+
+@app.command()
+def export(
+    out: Annotated[Path | None, typer.Option("--out", help="File to write [default: "
+                                                           "stdout].")] = None,
+    space: Annotated[str | None, typer.Option(help="Space to export [default: "
+                                                   "KAIROS_SPACE].")] = None,
+) -> None:
+    """Write every record of a space to one JSON Lines file."""
+    from ..service.transfer import export_records
+
+    k = _service()
+    counts: dict[str, int] = {}
+    try:
+        stream = out.open("w", encoding="utf-8") if out else sys.stdout
+        try:
+            for record in export_records(k, _caller(k, space)):
+                if "table" in record:
+                    counts[record["table"]] = counts.get(record["table"], 0) + 1
+                stream.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")))
+                stream.write("\n")
+        finally:
+            if out:
+                stream.close()
+    finally:
+        k.close()
+    summary = ", ".join(f"{n} {name}" for name, n in counts.items()) or "no records"
+    err.print(f"Exported {summary}.", highlight=False)
+
+
+def _records(path: Path) -> Iterator[Any]:
+    with path.open(encoding="utf-8") as fh:
+        for n, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                yield json.loads(line)
+            except json.JSONDecodeError as exc:
+                from ..domain.errors import ValidationError
+
+                raise ValidationError("file", "one JSON object per line", line=n,
+                                      message=f"{path}:{n}: not JSON ({exc.msg}).") from None
+
+
+@app.command("import")
+def import_(
+    file: Annotated[Path, typer.Argument(help="A file written by `kairos export`.")],
+    space: Annotated[str | None, typer.Option(help="Space to import into [default: "
+                                                   "KAIROS_SPACE].")] = None,
+) -> None:
+    """Read a JSON Lines export into a space (all or nothing; existing records are kept)."""
+    from ..service.transfer import import_records
+
+    if not file.is_file():
+        err.print(f"[red]{file}: no such file[/red]")
+        raise typer.Exit(2)
+    k = _service()
+    try:
+        result = import_records(k, _records(file), _caller(k, space))
+    except KairosError as exc:
+        _fail(exc)
+    finally:
+        k.close()
+    _print(result)
+
+
+@app.command()
+def reindex() -> None:
+    """Re-embed every searchable record with the current embedding model."""
+    from rich.progress import Progress
+
+    k = _service()
+    try:
+        with Progress(console=err, transient=True) as progress:
+            task = progress.add_task("Embedding", total=None)
+
+            def report(done: int, total: int) -> None:
+                progress.update(task, completed=done, total=total)
+
+            result = k.reindex(progress=report)
+    finally:
+        k.close()
+    _print(result)
+
+
+@app.command()
+def doctor() -> None:
+    """Check the configuration (with each value's source), data, model and index."""
+    from rich.table import Table
+
+    settings = _settings()
+    table = Table("setting", "value", "source", title="Configuration")
+    for key, value in settings.values.items():
+        shown = ("***" if value else "") if key in SECRET_SETTINGS else str(value)
+        table.add_row(key, shown, settings.sources.get(key, "default"))
+    console.print(table)
+    home = settings.home_path
+    console.print(f"data directory: {home} "
+                  f"({'exists' if home.is_dir() else 'will be created'})", highlight=False)
+    healthy = True
+    try:
+        k = _service(settings)
+    except Exception as exc:  # doctor reports what is wrong instead of failing
+        console.print(f"[red]database: cannot open ({type(exc).__name__}: {exc})[/red]")
+        raise typer.Exit(1) from None
+    try:
+        report = k.health()
+    except Exception as exc:
+        report = {"status": "error", "error": f"{type(exc).__name__}: {exc}"}
+    finally:
+        k.close()
+    healthy = report.get("status") == "ok"
+    for part in ("store", "embedder", "index"):
+        if part in report:
+            details = ", ".join(f"{a}={b}" for a, b in report[part].items())
+            console.print(f"{part}: {details}", highlight=False)
+    if not healthy:
+        console.print(f"[red]status: {report.get('status')} {report.get('error', '')}[/red]")
+        raise typer.Exit(1)
+    console.print("[green]status: ok[/green]")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -195,6 +195,7 @@ class ProtocolService:
         new_rows = [_step_row(ids[i], pid, space, i, s, stamp) for i, s in enumerate(draft.steps)]
         repo.delete_steps(r["id"] for r in old_steps)
         repo.insert_steps(new_rows)
+        repo.create_metrics(pid, space, [r["id"] for r in new_rows])
         if self.search is not None and not builtin:
             self.search.index(repo, [protocol_spec(pid, space, draft, stamp)], vectors)
         return {

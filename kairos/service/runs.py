@@ -56,7 +56,7 @@ class RunService:
             repo.insert_run(id=run_id, space=caller.space, protocol_id=proto["id"],
                             caller=caller.id, created_at=stamp, **_state_values(state, stamp))
             repo.insert_nonce(nonce, run_id, 0, 1, stamp)
-            repo.bump_protocol(proto["id"], proto["space"], runs=1, last_run_at=stamp)
+            repo.bump_protocol(proto["id"], runs=1, last_run_at=stamp)
         return response
 
     # --- next ------------------------------------------------------------------------------
@@ -135,7 +135,7 @@ class RunService:
             deltas[f"{outcome}es" if outcome == "success" else "failures"] = 1
             if previous is not None:
                 deltas["successes" if previous == "success" else "failures"] = -1
-        metrics = repo.protocol_metrics(proto["id"])
+        metrics = repo.protocol_metrics(proto["id"], lock=True)
         per_model = dict(metrics["per_model"]) if metrics else {}
         if previous_model and previous:
             counts = dict(per_model.get(previous_model, {}))
@@ -146,12 +146,12 @@ class RunService:
             counts[outcome] = counts.get(outcome, 0) + 1
             per_model[model] = counts
         deltas["per_model"] = per_model
-        repo.bump_protocol(proto["id"], proto["space"], **deltas)
+        repo.bump_protocol(proto["id"], **deltas)
         failed_step = step["id"] if outcome == "failure" else None
         if run["failed_step_id"] and run["failed_step_id"] != failed_step:
-            repo.bump_step(run["failed_step_id"], proto["id"], failures=-1)
+            repo.bump_step(run["failed_step_id"], failures=-1)
         if failed_step and run["failed_step_id"] != failed_step:
-            repo.bump_step(failed_step, proto["id"], failures=1)
+            repo.bump_step(failed_step, failures=1)
         repo.swap_run(run["id"], run["nonce"], status=engine.FINISHED, outcome=outcome,
                       outcome_model=model, failed_step_id=failed_step, message=message,
                       quality_bonus=bonus, updated_at=stamp)
@@ -206,16 +206,16 @@ class RunService:
             repo.insert_nonce(nonce, run["id"], decision.state.step_index,
                               decision.state.attempt, stamp)
         if isinstance(decision, engine.Refused):
-            repo.bump_step(step_id, run["protocol_id"], refused=1)
+            repo.bump_step(step_id, refused=1)
             return decision.response
         repo.insert_proof(run["id"], repo.proof_count(run["id"]), decision.record, stamp)
-        repo.bump_step(step_id, run["protocol_id"], accepted=1)
+        repo.bump_step(step_id, accepted=1)
         if (decision.state.status == engine.COMPLETED and run["status"] == engine.ACTIVE
                 and run["outcome"] is None):
             # Reaching the last step completes the run; kairos_attest may override.
             repo.swap_run(run["id"], decision.state.nonce, outcome="success")
-            repo.bump_protocol(run["protocol_id"], run["space"], successes=1,
-                               last_outcome="success", last_run_at=stamp)
+            repo.bump_protocol(run["protocol_id"], successes=1, last_outcome="success",
+                               last_run_at=stamp)
         return decision.response
 
     def _relevance(self, state: RunState, steps: list[engine.StepView],

@@ -130,8 +130,10 @@ class Repo:
 
     # --- quality metrics -------------------------------------------------------------------
 
-    def protocol_metrics(self, protocol_id: str) -> Row | None:
+    def protocol_metrics(self, protocol_id: str, *, lock: bool = False) -> Row | None:
         q = select(t.protocol_metrics).where(t.protocol_metrics.c.protocol_id == protocol_id)
+        if lock:
+            q = q.with_for_update()  # a row lock where the backend has them
         return self.conn.execute(q).mappings().first()
 
     def metrics_for(self, protocol_ids: Sequence[str]) -> dict[str, Row]:
@@ -141,12 +143,23 @@ class Repo:
             t.protocol_metrics.c.protocol_id.in_(list(protocol_ids)))
         return {r["protocol_id"]: r for r in self.conn.execute(q).mappings()}
 
-    def bump_protocol(self, protocol_id: str, space: str, **deltas: Any) -> None:
-        """Add to counters atomically (``runs=1``); set plain columns (``last_outcome=...``)."""
+    def create_metrics(self, protocol_id: str, space: str, step_ids: Sequence[str]) -> None:
+        """Metric rows are made with their protocol and steps, so counting is always an
+        UPDATE (never an insert that two replicas could race)."""
         if self.protocol_metrics(protocol_id) is None:
             self.conn.execute(insert(t.protocol_metrics).values(
                 protocol_id=protocol_id, space=space, runs=0, successes=0, failures=0,
                 quality_bonus=0.0, per_model={}))
+        c = t.step_metrics.c
+        have = {r[0] for r in self.conn.execute(select(c.step_id).where(
+            c.protocol_id == protocol_id))}
+        rows = [{"step_id": s, "protocol_id": protocol_id, "accepted": 0, "refused": 0,
+                 "failures": 0} for s in step_ids if s not in have]
+        if rows:
+            self.conn.execute(insert(t.step_metrics), rows)
+
+    def bump_protocol(self, protocol_id: str, **deltas: Any) -> None:
+        """Add to counters atomically (``runs=1``); set plain columns (``last_outcome=...``)."""
         c = t.protocol_metrics.c
         values: dict[str, Any] = {}
         for key, value in deltas.items():
@@ -157,12 +170,8 @@ class Repo:
         self.conn.execute(update(t.protocol_metrics).where(c.protocol_id == protocol_id)
                           .values(**values))
 
-    def bump_step(self, step_id: str, protocol_id: str, **deltas: int) -> None:
+    def bump_step(self, step_id: str, **deltas: int) -> None:
         c = t.step_metrics.c
-        exists = self.conn.execute(select(c.step_id).where(c.step_id == step_id)).first()
-        if exists is None:
-            self.conn.execute(insert(t.step_metrics).values(
-                step_id=step_id, protocol_id=protocol_id, accepted=0, refused=0, failures=0))
         self.conn.execute(update(t.step_metrics).where(c.step_id == step_id).values(
             **{k: getattr(c, k) + v for k, v in deltas.items()}))
 

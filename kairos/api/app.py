@@ -1,0 +1,181 @@
+"""The HTTP application: REST under ``/api/v1``, MCP (streamable HTTP) at ``/mcp``,
+``/health``, ``/metrics`` and the OpenAPI document, in one ASGI app.
+
+Errors are mapped here and only here: a ``KairosError`` becomes its ``.status`` with its
+``to_dict()`` body; request validation becomes a 422 in the same shape, naming the field;
+anything unexpected becomes a generic JSON 500, logged, never a traceback.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Callable, Mapping
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response
+from starlette.exceptions import HTTPException
+
+from ..domain.errors import NOT_FOUND, AuthError, KairosError, ValidationError
+from ..service import Kairos
+from .auth import BearerAuth, identify
+from .metrics import Metrics, MetricsMiddleware
+from .routes import ROUTERS
+
+log = logging.getLogger("kairos.api")
+
+MCP_PATH = "/mcp"
+INTERNAL_ERROR = "INTERNAL_ERROR"
+INTERNAL_BODY = {"error_code": INTERNAL_ERROR,
+                 "message": "The server failed while handling this request. The failure "
+                            "was logged; retry later or report it."}
+HTTP_CODES = {404: NOT_FOUND, 405: "METHOD_NOT_ALLOWED"}
+
+McpFactory = Callable[..., Any]
+"""Builds the MCP server: called with ``identify=`` (request → caller and session) and
+``observe=`` (per-tool metrics); returns an SDK ``Server``. Injected so that this surface
+never imports the MCP surface."""
+
+
+_TYPE_TAGS = {"str", "int", "float", "bool", "dict", "list", "none", "literal"}
+
+
+def _field(error: Mapping[str, Any]) -> str:
+    """The request field a pydantic error is about: without the location prefix, the
+    union member tags (``uris.str``) or a JSON decoder's character offset."""
+    if error.get("type") == "json_invalid":
+        return "body"
+    parts = [str(p) for p in error.get("loc", ())]
+    if parts and parts[0] in ("body", "query", "path", "header"):
+        parts = parts[1:]
+    parts = [p for p in parts if "[" not in p and p.lower() not in _TYPE_TAGS]
+    return ".".join(parts) or "body"
+
+
+async def _kairos_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, KairosError)
+    headers = {"WWW-Authenticate": 'Bearer realm="kairos"'} if isinstance(exc, AuthError) else None
+    return JSONResponse(exc.to_dict(), status_code=exc.status, headers=headers)
+
+
+async def _validation_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, RequestValidationError)
+    problems = [{"field": _field(e), "message": e.get("msg", ""),
+                 "type": e.get("type", "")} for e in exc.errors()]
+    first = problems[0] if problems else {"field": "body", "message": "invalid request"}
+    error = ValidationError(first["field"], first["message"],
+                            message=f"Invalid {first['field']}: {first['message']}.",
+                            details={"errors": problems})
+    return JSONResponse(error.to_dict(), status_code=422)
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    code = HTTP_CODES.get(exc.status_code, "HTTP_ERROR")
+    message = (f"No route {request.method} {request.url.path}." if exc.status_code == 404
+               else str(exc.detail))
+    return JSONResponse({"error_code": code, "message": message},
+                        status_code=exc.status_code, headers=exc.headers)
+
+
+class CatchAll:
+    """Innermost safety net: an exception no handler mapped is logged and answered with a
+    generic JSON 500 (unless the response already started), and is not re-raised."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def send_wrapper(message: Any) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_wrapper)
+        except Exception:
+            log.exception("unhandled error on %s %s", scope.get("method"), scope.get("path"))
+            if not started:
+                response = JSONResponse(dict(INTERNAL_BODY), status_code=500)
+                await response(scope, receive, send)
+
+
+def create_app(kairos: Kairos, *, tokens: Mapping[str, str] | None = None,
+               mcp_factory: McpFactory | None = None, host: str = "127.0.0.1") -> FastAPI:
+    """One app for one service. ``tokens`` maps bearer token → space (empty: no auth, the
+    configured space); ``host`` is where the server listens, for MCP's Host checks."""
+    metrics = Metrics()
+    mcp_server = (mcp_factory(identify=identify, observe=metrics.observe_tool)
+                  if mcp_factory is not None else None)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        # A mounted app's lifespan is not run by FastAPI: run the MCP sessions here.
+        if mcp_server is None:
+            yield
+            return
+        async with mcp_server.session_manager.run():
+            yield
+
+    app = FastAPI(title="KAIROS", version=_version(), lifespan=lifespan,
+                  description="A memory server for AI agents: protocols run step by step "
+                              "with proof, experiences and manuals. MCP is served at /mcp.")
+    app.state.kairos = kairos
+    app.state.metrics = metrics
+    app.state.mcp_server = mcp_server
+    for router in ROUTERS:
+        app.include_router(router)
+    app.add_exception_handler(KairosError, _kairos_error)
+    app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_exception_handler(HTTPException, _http_error)
+
+    @app.get("/health", tags=["operations"], summary="Store, embedder and index state")
+    def health() -> JSONResponse:
+        try:
+            body = kairos.health()
+        except Exception as exc:
+            log.exception("health check failed")
+            return JSONResponse({"status": "error", "store": {"ok": False},
+                                 "error": type(exc).__name__}, status_code=503)
+        return JSONResponse(body, status_code=200 if body.get("status") == "ok" else 503)
+
+    @app.get("/metrics", tags=["operations"], summary="Prometheus metrics")
+    def prometheus() -> Response:
+        payload, content_type = metrics.render()
+        return Response(payload, media_type=content_type)
+
+    if mcp_server is not None:
+        from mcp.server.transport_security import TransportSecuritySettings
+
+        security = (None if host in ("127.0.0.1", "localhost", "::1")
+                    else TransportSecuritySettings(enable_dns_rebinding_protection=False))
+        mcp_app = mcp_server.streamable_http_app(streamable_http_path=MCP_PATH, host=host,
+                                                 transport_security=security)
+        app.router.add_route(MCP_PATH, mcp_app, include_in_schema=False)
+
+    app.add_middleware(CatchAll)
+    app.add_middleware(BearerAuth, tokens=dict(tokens or {}),
+                       default_space=str(kairos.settings.space),
+                       mcp_path=MCP_PATH if mcp_server is not None else None)
+    app.add_middleware(MetricsMiddleware, metrics=metrics)
+    return app
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("kairos")
+    except PackageNotFoundError:  # pragma: no cover - running from a source tree
+        return "0"
+
+
+__all__ = ["INTERNAL_ERROR", "CatchAll", "McpFactory", "create_app"]
