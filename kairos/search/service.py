@@ -275,7 +275,12 @@ class SearchService:
         change, or for documents written while the model was loading."""
         if not self.vectors_ready:
             return {"embedded": 0, "model_id": None, "state": "vectors unavailable"}
+        probe = self._embed(["dimension probe"])
+        if probe is None:
+            return {"embedded": 0, "model_id": None, "state": "vectors unavailable"}
         model_id = self.embedder.model_id
+        with self.store.engine.begin() as conn:
+            self.store.vector_index.prepare(conn, int(probe.shape[1]))
         with self._backfill_lock:
             self.backfill_state = "running"
             started = time.perf_counter()

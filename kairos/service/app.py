@@ -8,6 +8,7 @@ from ..config import Settings, load_settings
 from ..search.embedders import make_embedder
 from ..search.service import SearchService
 from ..store.db import Store
+from ..store.sessions import DbSessionStore
 from .entries import EntryService
 from .finding import ProtocolFinder
 from .ports import Embedder
@@ -30,7 +31,8 @@ class Kairos:
             store = Store(self.settings.url)
         self.store = store
         self.embedder = embedder
-        self.search_engine = SearchService(store, embedder)
+        self.search_engine = SearchService(
+            store, embedder, DbSessionStore(store) if store.shared_sessions else None)
         self.protocols = ProtocolService(store, self.search_engine)
         self.search_engine.spec_builders["protocol"] = self.protocols.spec_for
         self.runs = RunService(store, self.protocols, embedder)

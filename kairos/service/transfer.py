@@ -3,9 +3,11 @@ of a JSON Lines file): protocols and steps, runs with their nonces, proofs and
 attestations, metrics, categories, experiences and manuals.
 
 Each table of ``store.schema`` is either exported (with the rule that selects one space's
-rows) or derived: the search index is rebuilt from the imported records, because its
-row ids, full-text index and vectors belong to the store and the model that made them.
-A table that is neither refuses to export, so a new table cannot be silently dropped.
+rows) or stays with its store, for a stated reason: the search index is rebuilt from the
+imported records (its row ids, full-text index and vectors belong to the store and the
+model that made them), and search sessions are short-lived conversation state with no
+space. A table that is neither refuses to export, so a new table is never silently
+dropped.
 
 An import is one transaction: it writes everything or nothing. Rows whose key already
 exists are skipped, so importing the same file twice changes nothing.
@@ -51,10 +53,11 @@ SCOPES: dict[str, str] = {
     "experiences": BY_SPACE,
     "manuals": BY_SPACE,
 }
-DERIVED: dict[str, str] = {
+NOT_EXPORTED: dict[str, str] = {
     "search_docs": "search index: rebuilt from the imported records",
     "search_vectors": "search index: re-embedded by the importing store's model",
     "index_meta": "search index bookkeeping of the importing store",
+    "search_sessions": "conversation state: expires after idle minutes, belongs to no space",
 }
 # Rows whose key is a store-assigned integer are matched on these columns instead.
 NATURAL_KEYS: dict[str, tuple[str, ...]] = {
@@ -65,10 +68,10 @@ INDEXED = {"protocols": "protocol", "experiences": "experience", "manuals": "man
 
 def tables() -> list[Table]:
     """Exported tables in dependency order; an unclassified table is an error."""
-    unknown = sorted(set(t.metadata.tables) - set(SCOPES) - set(DERIVED))
+    unknown = sorted(set(t.metadata.tables) - set(SCOPES) - set(NOT_EXPORTED))
     if unknown:
         raise RuntimeError(f"transfer does not know the table(s) {', '.join(unknown)}: "
-                           "add each to SCOPES or DERIVED in kairos/service/transfer.py")
+                           "add each to SCOPES or NOT_EXPORTED in kairos/service/transfer.py")
     return [table for table in t.metadata.sorted_tables if table.name in SCOPES]
 
 
@@ -106,7 +109,8 @@ def export_records(kairos: Kairos, caller: Caller) -> Iterator[dict[str, Any]]:
     read in one transaction (a consistent snapshot)."""
     ordered = tables()
     yield {"format": FORMAT, "version": VERSION, "space": caller.space, "exported_at": now(),
-           "tables": [table.name for table in ordered], "derived": sorted(DERIVED)}
+           "tables": [table.name for table in ordered],
+           "not_exported": sorted(NOT_EXPORTED)}
     with kairos.store.read() as repo:
         for table in ordered:
             skip = _store_key(table)
@@ -133,7 +137,7 @@ def _parse(records: Iterable[Any]) -> tuple[dict[str, Any], dict[str, list[dict[
     for n, record in enumerate(it, 2):
         name = record.get("table") if isinstance(record, dict) else None
         row = record.get("row") if isinstance(record, dict) else None
-        if name in DERIVED:
+        if name in NOT_EXPORTED:
             continue
         if name not in known or not isinstance(row, dict):
             raise ValidationError(f"records[{n}]", "{\"table\": <exported table>, \"row\": {...}}",
@@ -193,5 +197,5 @@ def import_records(kairos: Kairos, records: Iterable[Any], caller: Caller) -> di
             "inserted": inserted, "skipped": skipped, "indexed": len(specs)}
 
 
-__all__ = ["DERIVED", "FORMAT", "SCOPES", "VERSION", "export_records", "import_records",
+__all__ = ["FORMAT", "NOT_EXPORTED", "SCOPES", "VERSION", "export_records", "import_records",
            "tables"]

@@ -14,8 +14,8 @@ from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import Connection
 
 from .repo import Repo
-from .text_index import SqliteFts, TextIndex
-from .vector_index import MemoryVectorIndex, VectorIndex
+from .text_index import PgFts, SqliteFts, TextIndex
+from .vector_index import MemoryVectorIndex, PgVectorIndex, VectorIndex
 
 _HERE = Path(__file__).parent
 _MIGRATE_LOCK = threading.Lock()
@@ -56,11 +56,14 @@ def make_engine(url: str) -> Engine:
     return create_engine(url, pool_size=16, max_overflow=16, pool_pre_ping=True)
 
 
-def make_indexes(dialect: str) -> tuple[TextIndex, VectorIndex]:
-    """The search indexes of a backend: chosen here and nowhere else."""
+def make_indexes(dialect: str) -> tuple[TextIndex, VectorIndex, bool]:
+    """The search indexes of a backend, and whether search sessions must live in the
+    database (several replicas): chosen here and nowhere else."""
     if dialect == "sqlite":
-        return SqliteFts(), MemoryVectorIndex()
-    raise NotImplementedError(f"no search indexes for the {dialect} backend yet")
+        return SqliteFts(), MemoryVectorIndex(), False
+    if dialect == "postgresql":
+        return PgFts(), PgVectorIndex(), True
+    raise ValueError(f"unsupported database backend {dialect!r}: use SQLite or PostgreSQL")
 
 
 def migrate(engine: Engine) -> None:
@@ -80,7 +83,7 @@ class Store:
         self.url = url
         self.engine = make_engine(url)
         self.dialect = self.engine.dialect.name
-        self.text_index, self.vector_index = make_indexes(self.dialect)
+        self.text_index, self.vector_index, self.shared_sessions = make_indexes(self.dialect)
         if migrate_schema:
             migrate(self.engine)
 

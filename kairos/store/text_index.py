@@ -67,3 +67,38 @@ class SqliteFts:
             "ORDER BY s DESC LIMIT :limit")
         rows = conn.execute(sql, {"q": fts5_match(terms), "space": space, "limit": limit})
         return [(int(r[0]), float(r[1])) for r in rows]
+
+
+_PG_TERM = re.compile(r"[^\w]+", re.UNICODE)
+
+
+def pg_tsquery(terms: Sequence[str]) -> str:
+    """A to_tsquery expression ORing the terms; every term reduced to word characters so
+    no user input is ever an operator."""
+    cleaned = [w for t in terms for w in _PG_TERM.split(t) if w]
+    return " | ".join(dict.fromkeys(cleaned))
+
+
+class PgFts:
+    """PostgreSQL full text: a generated, weighted ``tsv`` column (title A, body B) with a
+    GIN index, ranked by ts_rank_cd. Nothing to write: the column follows the row."""
+
+    def upsert(self, conn: Connection, rid: int, title: str, body: str) -> None:
+        return None
+
+    def delete(self, conn: Connection, rids: Iterable[int]) -> None:
+        return None
+
+    def search(self, conn: Connection, query: str, *, space: str, kinds: Sequence[str],
+               limit: int) -> list[tuple[int, float]]:
+        expr = pg_tsquery(query_terms(query))
+        if not expr:
+            return []
+        kind_list = ", ".join(f"'{k}'" for k in kinds if k.isalpha())
+        sql = text(
+            "SELECT d.rid, ts_rank_cd(d.tsv, q) AS s "
+            "FROM search_docs d, to_tsquery('english', :q) q "
+            f"WHERE d.tsv @@ q AND d.space = :space AND d.kind IN ({kind_list}) "
+            "ORDER BY s DESC LIMIT :limit")
+        rows = conn.execute(sql, {"q": expr, "space": space, "limit": limit})
+        return [(int(r[0]), float(r[1])) for r in rows]

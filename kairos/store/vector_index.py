@@ -23,6 +23,8 @@ class VectorIndex(Protocol):
 
     def touch(self, conn: Connection) -> None: ...
 
+    def prepare(self, conn: Connection, dim: int) -> None: ...
+
     def commit(self, conn: Connection) -> None: ...
 
     def rollback(self, conn: Connection) -> None: ...
@@ -79,6 +81,9 @@ class MemoryVectorIndex:
     def touch(self, conn: Connection) -> None:
         """Record a write that changed no vectors (e.g. a document without vectors)."""
         self._after_write(conn, lambda: None)
+
+    def prepare(self, conn: Connection, dim: int) -> None:
+        return None
 
     def _after_write(self, conn: Connection, apply: Callable[[], None]) -> None:
         version = _bump(conn)
@@ -170,3 +175,76 @@ class MemoryVectorIndex:
             found = {rid: m for rows in self._rows.values() for rid in rids
                      if (m := rows.get(rid)) is not None}
         return {rid: float(np.max(m @ query)) for rid, m in found.items()}
+
+
+def _literal(vector: np.ndarray) -> str:
+    return "[" + ",".join(f"{x:.7g}" for x in np.asarray(vector, dtype=np.float32)) + "]"
+
+
+class PgVectorIndex:
+    """pgvector: an ``embedding`` column next to the portable bytes, an HNSW cosine index
+    per dimension (a partial expression index, so several models can coexist), and no
+    in-process cache, so every replica sees every write at once."""
+
+    def upsert(self, conn: Connection, rid: int, space: str, kind: str, vectors: np.ndarray,
+               model_id: str) -> None:
+        conn.execute(delete(t.search_vectors).where(t.search_vectors.c.rid == rid))
+        matrix = np.asarray(vectors, dtype=np.float32).reshape(len(vectors), -1)
+        conn.execute(text(
+            "INSERT INTO search_vectors (rid, seq, model_id, vector, embedding, dim) "
+            "VALUES (:rid, :seq, :model_id, :vector, CAST(:embedding AS vector), :dim)"),
+            [{"rid": rid, "seq": i, "model_id": model_id, "vector": row.tobytes(),
+              "embedding": _literal(row), "dim": int(matrix.shape[1])}
+             for i, row in enumerate(matrix)])
+
+    def delete(self, conn: Connection, rids: Iterable[int]) -> None:
+        ids = list(rids)
+        if ids:
+            conn.execute(delete(t.search_vectors).where(t.search_vectors.c.rid.in_(ids)))
+
+    def touch(self, conn: Connection) -> None:
+        return None
+
+    def commit(self, conn: Connection) -> None:
+        return None
+
+    def rollback(self, conn: Connection) -> None:
+        return None
+
+    def prepare(self, conn: Connection, dim: int) -> None:
+        """The HNSW index for one dimension (run outside a write transaction)."""
+        conn.execute(text(
+            f"CREATE INDEX IF NOT EXISTS ix_search_vectors_hnsw_{int(dim)} ON search_vectors "
+            f"USING hnsw ((embedding::vector({int(dim)})) vector_cosine_ops) "
+            f"WHERE dim = {int(dim)}"))
+
+    def search(self, conn: Connection, query: np.ndarray, *, space: str,
+               kinds: Sequence[str], model_id: str, limit: int
+               ) -> tuple[np.ndarray, np.ndarray]:
+        dim = len(query)
+        kind_list = ", ".join(f"'{k}'" for k in kinds if k.isalpha())
+        rows = conn.execute(text(
+            f"SELECT v.rid, 1 - (v.embedding::vector({dim}) <=> CAST(:q AS vector({dim}))) "
+            "FROM search_vectors v JOIN search_docs d ON d.rid = v.rid "
+            f"WHERE v.dim = {dim} AND v.model_id = :model AND d.space = :space "
+            f"AND d.kind IN ({kind_list}) "
+            f"ORDER BY v.embedding::vector({dim}) <=> CAST(:q AS vector({dim})) LIMIT :limit"),
+            {"q": _literal(query), "model": model_id, "space": space, "limit": limit * 4})
+        best: dict[int, float] = {}
+        for rid, cos in rows:
+            best[int(rid)] = max(best.get(int(rid), -1.0), float(cos))
+        ordered = sorted(best.items(), key=lambda kv: -kv[1])[:limit]
+        return (np.array([r for r, _ in ordered], dtype=np.int64),
+                np.array([c for _, c in ordered], dtype=np.float32))
+
+    def scores(self, conn: Connection, query: np.ndarray, rids: Sequence[int], *,
+               model_id: str) -> dict[int, float]:
+        if not rids:
+            return {}
+        dim = len(query)
+        rows = conn.execute(text(
+            f"SELECT rid, MAX(1 - (embedding::vector({dim}) <=> CAST(:q AS vector({dim})))) "
+            f"FROM search_vectors WHERE dim = {dim} AND model_id = :model "
+            "AND rid = ANY(:rids) GROUP BY rid"),
+            {"q": _literal(query), "model": model_id, "rids": list(rids)})
+        return {int(r): float(c) for r, c in rows}
