@@ -1,17 +1,49 @@
-"""Shared fixtures: a real SQLite store per test, migrated once and copied."""
+"""Shared fixtures: a real store per test.
+
+SQLite by default (migrated once, copied per test). With ``KAIROS_TEST_DATABASE_URL``
+pointing at a PostgreSQL server, the same tests run on PostgreSQL: migrated once, every
+table emptied before each test.
+"""
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from sqlalchemy import text
 
 from kairos.config import load_settings
 from kairos.service import Caller, Kairos
 from kairos.store.db import Store
 from tests.fakes import HashEmbedder
+
+PG_URL = os.environ.get("KAIROS_TEST_DATABASE_URL", "")
+BACKEND = "postgresql" if PG_URL else "sqlite"
+
+
+def pytest_report_header() -> str:
+    return f"kairos backend: {BACKEND}"
+
+
+@pytest.fixture(scope="session")
+def pg_store() -> Iterator[Store | None]:
+    if not PG_URL:
+        yield None
+        return
+    store = Store(PG_URL)
+    yield store
+    store.close()
+
+
+def _empty(store: Store) -> None:
+    from kairos.store.schema import metadata
+
+    names = ", ".join(t.name for t in metadata.sorted_tables)
+    with store.engine.begin() as conn:
+        conn.execute(text(f"TRUNCATE {names} RESTART IDENTITY CASCADE"))
 
 
 @pytest.fixture(scope="session")
@@ -26,18 +58,37 @@ def template_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
-def home(tmp_path: Path, template_db: Path) -> Path:
-    shutil.copy(template_db, tmp_path / "kairos.db")
+def home(tmp_path: Path, template_db: Path, pg_store: Store | None) -> Path:
+    if pg_store is not None:
+        _empty(pg_store)
+    else:
+        shutil.copy(template_db, tmp_path / "kairos.db")
     return tmp_path
 
 
 def make_kairos(home: Path, embedder: object = None, **env: str) -> Kairos:
     """A service on the test's store; vectors from the deterministic fake embedder unless
     another one (or ``KAIROS_EMBEDDER=none``) is asked for."""
-    settings = load_settings(env={"KAIROS_HOME": str(home), **env})
+    base = {"KAIROS_HOME": str(home)}
+    if PG_URL:
+        base["KAIROS_DATABASE_URL"] = PG_URL
+    settings = load_settings(env={**base, **env})
     if embedder is None and settings.embedder != "none":
         embedder = HashEmbedder()
-    return Kairos(settings, embedder=embedder, background=False)  # type: ignore[arg-type]
+    service = Kairos(settings, embedder=embedder, background=False)  # type: ignore[arg-type]
+    _opened.append(service)
+    return service
+
+
+_opened: list[Kairos] = []
+
+
+@pytest.fixture(autouse=True)
+def _close_services() -> Iterator[None]:
+    """Every service a test made is closed after it (no connection outlives its test)."""
+    yield
+    while _opened:
+        _opened.pop().close()
 
 
 @pytest.fixture

@@ -46,6 +46,13 @@ def test_service_and_store_never_import_surfaces() -> None:
             assert not (_imports(path) & SURFACES), path
 
 
+def test_only_the_composition_root_knows_every_surface() -> None:
+    """kairos/server.py puts the surfaces together; nothing below the surfaces imports it."""
+    for layer in ("domain", "store", "search", "service", "mcp", "api"):
+        for path in (PACKAGE / layer).rglob("*.py"):
+            assert "server" not in _imports(path) or layer == "mcp", path
+
+
 def test_surfaces_never_import_each_other() -> None:
     for path in PACKAGE.rglob("*.py"):
         layer = _layer(path)

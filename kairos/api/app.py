@@ -18,6 +18,8 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException
 
+from kairos.domain.errors import INTERNAL_ERROR
+
 from ..domain.errors import NOT_FOUND, AuthError, KairosError, ValidationError
 from ..service import Kairos
 from .auth import BearerAuth, identify
@@ -27,7 +29,6 @@ from .routes import ROUTERS
 log = logging.getLogger("kairos.api")
 
 MCP_PATH = "/mcp"
-INTERNAL_ERROR = "INTERNAL_ERROR"
 INTERNAL_BODY = {"error_code": INTERNAL_ERROR,
                  "message": "The server failed while handling this request. The failure "
                             "was logged; retry later or report it."}
@@ -109,9 +110,13 @@ class CatchAll:
 
 
 def create_app(kairos: Kairos, *, tokens: Mapping[str, str] | None = None,
-               mcp_factory: McpFactory | None = None, host: str = "127.0.0.1") -> FastAPI:
+               mcp_factory: McpFactory | None = None, host: str = "127.0.0.1",
+               mcp_stateless: bool = False) -> FastAPI:
     """One app for one service. ``tokens`` maps bearer token → space (empty: no auth, the
-    configured space); ``host`` is where the server listens, for MCP's Host checks."""
+    configured space); ``host`` is where the server listens, for MCP's Host checks.
+    ``mcp_stateless`` serves MCP without transport sessions, so replicas behind a load
+    balancer need no sticky sessions (run state is in the database; a client's identity
+    then comes from its X-CHL-Session header or its token)."""
     metrics = Metrics()
     mcp_server = (mcp_factory(identify=identify, observe=metrics.observe_tool)
                   if mcp_factory is not None else None)
@@ -158,7 +163,8 @@ def create_app(kairos: Kairos, *, tokens: Mapping[str, str] | None = None,
         security = (None if host in ("127.0.0.1", "localhost", "::1")
                     else TransportSecuritySettings(enable_dns_rebinding_protection=False))
         mcp_app = mcp_server.streamable_http_app(streamable_http_path=MCP_PATH, host=host,
-                                                 transport_security=security)
+                                                 transport_security=security,
+                                                 stateless_http=mcp_stateless)
         app.router.add_route(MCP_PATH, mcp_app, include_in_schema=False)
 
     app.add_middleware(CatchAll)

@@ -141,12 +141,12 @@ def session(c: C, session_id: str | None = None) -> Body:
     sid = session_id or c.session
     if not sid:
         raise ValidationError("session_id", "a session id (query parameter or X-CHL-Session)")
-    return c.kairos.session_info(sid)
+    return c.kairos.session_info(sid, c.caller)
 
 
 @entries.post("/search/session/cited", summary="Record entries the answer cited")
 def cited(body: m.CiteRequest, c: C) -> Body:
-    return c.kairos.cite(body.session_id, body.ids)
+    return c.kairos.cite(body.session_id, body.ids, c.caller)
 
 
 ROUTERS = (protocols, runs, entries)

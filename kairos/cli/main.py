@@ -4,21 +4,16 @@ Imports are lazy: ``kairos mcp`` must answer an agent host's handshake within mo
 starting, so nothing heavy (database layer, web stack, embedding model) is imported
 before a command needs it.
 
-The CLI is the process entry point, so it is where surfaces are put together: ``serve``
-runs the REST app with the MCP server inside it, ``mcp`` runs the MCP server on stdio.
-It loads those surfaces by module name (``_surface``), keeping the rule that no surface
-imports another.
+The surfaces are put together in ``kairos.server`` (the composition root): ``serve`` runs
+the REST app with the MCP server inside it, ``mcp`` runs the MCP server on stdio.
 """
 
 from __future__ import annotations
 
-import importlib
 import json
-import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from types import ModuleType
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
@@ -57,20 +52,26 @@ MANY_FILES = 3  # from this many files on, mint shows a progress bar
 SECRET_SETTINGS = {"openai_api_key", "api_tokens"}
 
 
-def _surface(name: str) -> ModuleType:
-    return importlib.import_module(f"kairos.{name}")
-
-
 def _settings(**overrides: Any) -> Settings:
     from ..config import load_settings
 
     return load_settings(**overrides)
 
 
-def _service(settings: Settings | None = None) -> Kairos:
+def _service(settings: Settings | None = None, *, background: bool = False) -> Kairos:
+    """The service. One-shot commands run it without the background backfill: a process
+    that exits while that thread is inside the embedding model is aborted by it."""
     from ..service import Kairos
 
-    return Kairos(settings or _settings())
+    return Kairos(settings or _settings(), background=background)
+
+
+def _wait_for_model(k: Kairos, timeout: float) -> None:
+    """Give the embedding model up to ``timeout`` seconds to load (text search otherwise)."""
+    wait = getattr(k.embedder, "wait", None)
+    if callable(wait) and timeout > 0:
+        with err.status("Loading the embedding model..."):
+            wait(timeout)
 
 
 def _caller(k: Kairos, space: str | None = None) -> Caller:
@@ -96,42 +97,23 @@ def serve(
         help="Address to listen on [default: KAIROS_HOST or 127.0.0.1].")] = None,
     port: Annotated[int | None, typer.Option(
         help="Port to listen on [default: KAIROS_PORT or 8765].")] = None,
+    stateless: Annotated[bool, typer.Option(
+        "--stateless", help="Serve MCP without transport sessions (replicas behind a load "
+                            "balancer without sticky sessions).")] = False,
     log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "info",
 ) -> None:
     """Serve MCP (streamable HTTP at /mcp) and REST (/api/v1) in one process."""
-    from functools import partial
 
-    import uvicorn
+
+    from ..server import ServeError, serve_http
 
     settings = _settings(host=host, port=port)
-    api, mcp = _surface("api"), _surface("mcp")
     try:
-        tokens = api.load_tokens(settings)
-    except api.TokenConfigError as exc:
+        serve_http(settings, lambda: _service(settings, background=True), stateless=stateless,
+                   log_level=log_level, say=err.print)
+    except ServeError as exc:
         err.print(f"[red]{exc}[/red]")
         raise typer.Exit(2) from None
-    bind, port_number = str(settings.host), int(settings.port)
-    problem = api.check_bind(bind, tokens)
-    if problem:
-        err.print(f"[red]{problem}[/red]")
-        raise typer.Exit(2)
-    if tokens:
-        spaces = ", ".join(sorted(set(tokens.values())))
-        err.print(f"{len(tokens)} API token(s) configured (spaces: {spaces}); every request "
-                  "except /health needs Authorization: Bearer <token>.")
-    else:
-        err.print(f"No API tokens configured: listening on {bind} only, without "
-                  "authentication. Set KAIROS_API_TOKENS or KAIROS_TOKENS_FILE to serve a "
-                  "network.")
-    k = _service(settings)
-    web = api.create_app(k, tokens=tokens, host=bind,
-                         mcp_factory=partial(mcp.build_server, mcp.ServiceRef.of(k)))
-    base = f"http://{bind}:{port_number}"
-    err.print(f"KAIROS on {base}: MCP {base}/mcp, REST {base}/api/v1, docs {base}/docs")
-    try:
-        uvicorn.run(web, host=bind, port=port_number, log_level=log_level)
-    finally:
-        k.close()
 
 
 @app.command("mcp")
@@ -145,14 +127,9 @@ def mcp_stdio(
     One session id is made at start (override: KAIROS_SESSION_ID or CHL_SESSION_ID). With
     --server it is sent as X-CHL-Session on every call, with Authorization: Bearer
     $KAIROS_TOKEN when that is set."""
-    stdio = importlib.import_module("kairos.mcp.stdio")
-    session_id = stdio.process_session_id()
-    if server:
-        proxy = importlib.import_module("kairos.mcp.proxy")
-        proxy.run_proxy(server, session_id=session_id,
-                        token=os.environ.get("KAIROS_TOKEN") or None)
-    else:
-        stdio.run_stdio(_settings(), session_id)
+    from ..server import serve_stdio
+
+    serve_stdio(_settings(), server)
 
 
 # --- protocols ---------------------------------------------------------------------------
@@ -240,12 +217,16 @@ def search(
     query: Annotated[str, typer.Argument(help="What you want done, in a few words.")],
     limit: Annotated[int | None, typer.Option(help="Maximum number of matches.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the raw response.")] = False,
+    model_timeout: Annotated[float, typer.Option(
+        help="Seconds to wait for the embedding model (0: search text only if not loaded).")
+    ] = 30.0,
 ) -> None:
     """Find protocols for a request (kairos_search)."""
     from rich.table import Table
 
     k = _service()
     try:
+        _wait_for_model(k, model_timeout)
         result = k.search(query, _caller(k), limit=limit)
     except KairosError as exc:
         _fail(exc)
@@ -255,7 +236,8 @@ def search(
         _print(result)
         return
     console.print(result["message"], highlight=False)
-    table = Table("role", "score", "protocol", "uri")
+    table = Table("role", "score", "protocol")
+    table.add_column("uri", min_width=49, no_wrap=True)
     for choice in result["choices"]:
         score = "" if choice["score"] is None else f"{choice['score']:.2f}"
         table.add_row(choice["role"], score, choice["chain_label"] or choice["label"],
@@ -303,14 +285,15 @@ def verify(run_id: Annotated[str, typer.Argument(help="The run id.")]) -> None:
 @app.command()
 def runs(limit: Annotated[int, typer.Option(help="How many runs.")] = 20) -> None:
     """Recent runs with their outcome."""
-    from rich.table import Table
+    from rich.table import Column, Table
 
     k = _service()
     try:
         items = k.run_history(_caller(k), limit)
     finally:
         k.close()
-    table = Table("run", "protocol", "status", "outcome", "step", "updated")
+    table = Table(Column("run", min_width=36, no_wrap=True), "protocol", "status", "outcome",
+                  "step", "updated")
     for r in items:
         table.add_row(r["run_id"], r["chain_label"] or "?", r["status"], r["outcome"] or "",
                       str(r["step"]), r["updated_at"])
@@ -385,12 +368,16 @@ def import_(
 
 
 @app.command()
-def reindex() -> None:
+def reindex(
+    model_timeout: Annotated[float, typer.Option(
+        help="Seconds to wait for the embedding model to load.")] = 300.0,
+) -> None:
     """Re-embed every searchable record with the current embedding model."""
     from rich.progress import Progress
 
     k = _service()
     try:
+        _wait_for_model(k, model_timeout)
         with Progress(console=err, transient=True) as progress:
             task = progress.add_task("Embedding", total=None)
 
@@ -404,7 +391,11 @@ def reindex() -> None:
 
 
 @app.command()
-def doctor() -> None:
+def doctor(
+    model_timeout: Annotated[float, typer.Option(
+        help="Seconds to wait for the embedding model to load (0: report its state now).")
+    ] = 60.0,
+) -> None:
     """Check the configuration (with each value's source), data, model and index."""
     from rich.table import Table
 
@@ -417,25 +408,37 @@ def doctor() -> None:
     home = settings.home_path
     console.print(f"data directory: {home} "
                   f"({'exists' if home.is_dir() else 'will be created'})", highlight=False)
-    healthy = True
+    problems = []
+    from ..server import ServeError, tokens_of
+
+    try:
+        tokens = tokens_of(settings)
+        spaces = ", ".join(sorted(set(tokens.values())))
+        console.print(f"API tokens: {len(tokens)}" + (f" (spaces: {spaces})" if tokens else
+                      " (serve listens on 127.0.0.1 only)"), highlight=False)
+    except ServeError as exc:
+        problems.append(str(exc))
     try:
         k = _service(settings)
     except Exception as exc:  # doctor reports what is wrong instead of failing
         console.print(f"[red]database: cannot open ({type(exc).__name__}: {exc})[/red]")
         raise typer.Exit(1) from None
     try:
+        _wait_for_model(k, model_timeout)
         report = k.health()
     except Exception as exc:
         report = {"status": "error", "error": f"{type(exc).__name__}: {exc}"}
     finally:
         k.close()
-    healthy = report.get("status") == "ok"
     for part in ("store", "embedder", "index"):
         if part in report:
             details = ", ".join(f"{a}={b}" for a, b in report[part].items())
             console.print(f"{part}: {details}", highlight=False)
-    if not healthy:
-        console.print(f"[red]status: {report.get('status')} {report.get('error', '')}[/red]")
+    if report.get("status") != "ok":
+        problems.append(f"health: {report.get('status')} {report.get('error', '')}".strip())
+    for problem in problems:
+        console.print(f"[red]problem: {problem}[/red]", highlight=False)
+    if problems:
         raise typer.Exit(1)
     console.print("[green]status: ok[/green]")
 

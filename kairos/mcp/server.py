@@ -23,6 +23,8 @@ import anyio
 import mcp_types as types
 from mcp.server import Server, ServerRequestContext
 
+from kairos.domain.errors import INTERNAL_ERROR
+
 from ..domain.errors import KairosError, NotFoundError, ValidationError
 from .tools import INSTRUCTIONS, REGISTRY, TOOLS, Call, ToolSpec
 
@@ -31,7 +33,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("kairos.mcp")
 
-INTERNAL_ERROR = "INTERNAL_ERROR"
 INTERNAL_BODY = {
     "error_code": INTERNAL_ERROR,
     "message": "The server failed while handling this call. The failure was logged; "

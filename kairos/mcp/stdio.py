@@ -8,7 +8,9 @@ after the first ``tools/list`` so the handshake answers at once.
 
 from __future__ import annotations
 
+import logging
 import os
+import re
 import uuid
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
@@ -22,16 +24,22 @@ if TYPE_CHECKING:
     from ..service import Kairos
 
 SESSION_ENV = ("KAIROS_SESSION_ID", "CHL_SESSION_ID")
+SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:\-]{0,127}$")
+log = logging.getLogger("kairos.mcp")
 
 
 def process_session_id(env: Mapping[str, str] | None = None) -> str:
     """The session id of this process: ``KAIROS_SESSION_ID`` or ``CHL_SESSION_ID`` when
-    set, else a fresh uuid4 hex."""
+    set and well formed (it becomes a caller id and a search session id, both limited to
+    128 letters, digits and ``. _ : -``), else a fresh uuid4 hex."""
     env = os.environ if env is None else env
     for name in SESSION_ENV:
         value = env.get(name, "").strip()
-        if value:
+        if SESSION_ID.match(value):
             return value
+        if value:
+            log.warning("ignoring %s=%r: expected up to 128 letters, digits and . _ : -",
+                        name, value[:40])
     return uuid.uuid4().hex
 
 
@@ -57,5 +65,6 @@ def run_stdio(settings: Settings, session_id: str | None = None) -> None:
         anyio.run(main)
     finally:
         service.close()
+
 
 __all__ = ["SESSION_ENV", "process_session_id", "run_stdio"]

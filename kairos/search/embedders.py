@@ -75,6 +75,11 @@ class LocalEmbedder:
         self._loaded.wait(timeout)
         return self.ready
 
+    def join(self, timeout: float | None = None) -> None:
+        """Wait for a load in progress to end (a process must not exit inside it)."""
+        if self._thread is not None:
+            self._thread.join(timeout)
+
     @property
     def ready(self) -> bool:
         return self._model is not None

@@ -78,6 +78,8 @@ class SearchService:
         self.embedder = embedder
         self.sessions: Sessions = sessions or SessionStore()
         self._backfill_lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
         self.backfill_state = "idle"
         self.spec_builders: dict[str, Callable[[Repo, str], DocSpec | None]] = {}
         self._stems: OrderedDict[tuple[int, str], tuple[set[str], set[str]]] = OrderedDict()
@@ -292,6 +294,8 @@ class SearchService:
                     select(t.search_docs.c.rid)).mappings() if r["rid"] not in have]
             done = 0
             for i in range(0, len(todo), batch):
+                if self._stop.is_set():
+                    break
                 chunk = todo[i:i + batch]
                 with self.store.write() as repo:
                     rows = list(repo.conn.execute(select(t.search_docs).where(
@@ -316,14 +320,21 @@ class SearchService:
         """Wait for the model off the request path, then backfill missing vectors."""
         def work() -> None:
             wait = getattr(self.embedder, "wait", None)
-            if wait is not None:
-                wait()
-            if self.vectors_ready:
+            while wait is not None and not self._stop.is_set() and not wait(0.5):
+                if getattr(self.embedder, "state", "").startswith("failed"):
+                    return
+            if self.vectors_ready and not self._stop.is_set():
                 self.backfill()
 
-        thread = threading.Thread(target=work, name="kairos-backfill", daemon=True)
-        thread.start()
-        return thread
+        self._thread = threading.Thread(target=work, name="kairos-backfill", daemon=True)
+        self._thread.start()
+        return self._thread
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """Stop background work between batches and wait for it."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
 
     def index_state(self) -> dict[str, Any]:
         with self.store.read() as repo:

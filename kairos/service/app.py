@@ -125,11 +125,19 @@ class Kairos:
     def list_categories(self, caller: Caller = Caller()) -> dict[str, Any]:
         return self.entries.list_categories(caller)
 
-    def session_info(self, session_id: Any) -> dict[str, Any]:
-        return self.entries.session_info(session_id)
+    def session_info(self, session_id: Any, caller: Caller = Caller()) -> dict[str, Any]:
+        return self.entries.session_info(session_id, caller)
 
-    def cite(self, session_id: Any, ids: Any) -> dict[str, Any]:
-        return self.entries.cite(session_id, ids)
+    def cite(self, session_id: Any, ids: Any, caller: Caller = Caller()) -> dict[str, Any]:
+        return self.entries.cite(session_id, ids, caller)
+
+    def index_records(self, kind: str, ids: list[str]) -> int:
+        """(Re)index records of a kind by id, e.g. after an import; returns how many."""
+        with self.store.write() as repo:
+            builder = self.search_engine.spec_builders[kind]
+            specs = [spec for i in ids if (spec := builder(repo, i)) is not None]
+            self.search_engine.index(repo, specs)
+        return len(specs)
 
     def reindex(self, progress: Any = None) -> dict[str, Any]:
         """Re-embed every document with the current model."""
@@ -141,7 +149,7 @@ class Kairos:
         embedder = self.embedder
         return {
             "status": "ok",
-            "store": {"backend": self.store.dialect, "url": _redact(self.store.url)},
+            "store": {"backend": self.store.dialect},
             "embedder": {"provider": getattr(embedder, "name", "none"),
                          "state": getattr(embedder, "state", "ready"),
                          "model_id": getattr(embedder, "model_id", None)},
@@ -149,13 +157,10 @@ class Kairos:
         }
 
     def close(self) -> None:
+        """Stop background work (never exit while it is inside the model), then the store."""
+        self.search_engine.stop()
+        wait = getattr(self.embedder, "join", None)
+        if wait is not None:
+            wait(30)
         self.store.close()
 
-
-def _redact(url: str) -> str:
-    """A database URL without its password."""
-    if "@" not in url or "://" not in url:
-        return url
-    scheme, rest = url.split("://", 1)
-    creds, host = rest.rsplit("@", 1)
-    return f"{scheme}://{creds.split(':', 1)[0]}:***@{host}"

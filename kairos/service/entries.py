@@ -260,7 +260,8 @@ class EntryService:
                 entries.append(self._public(kind, row, fields, snippet_len=snippet_len))
         sid = valid_session_id(session_id or request.get("session_id"))
         if sid:
-            self.search.sessions.record(sid, viewed=[e["entity_id"] for e in entries])
+            self.search.sessions.record(_session_key(caller, sid),
+                                        viewed=[e["entity_id"] for e in entries])
         return {"entries": entries, "count": len(entries), "missing": missing}
 
     # --- the unified search ------------------------------------------------------------------
@@ -269,8 +270,9 @@ class EntryService:
                        session_id: str | None = None) -> dict[str, Any]:
         req = _unified_request(request)
         sid = valid_session_id(session_id) or valid_session_id(req["session_id"])
+        key = _session_key(caller, sid) if sid else None
         sessions = self.search.sessions
-        viewed = sessions.viewed(sid) if sid else set()
+        viewed = sessions.viewed(key) if key else set()
         category, filters = req["category"], req["filters"]
 
         def where(row: dict[str, Any]) -> bool:
@@ -303,8 +305,8 @@ class EntryService:
         if best is not None and best < min_score and hint is None:
             hint = "Low confidence: the top score is below min_score."
         results = self._results(page, req, ranked, hint)
-        if sid:
-            sessions.record(sid, query=req["query"], viewed=[r["entity_id"] for r in results])
+        if key:
+            sessions.record(key, query=req["query"], viewed=[r["entity_id"] for r in results])
         return {
             "results": results,
             "count": len(results),
@@ -377,21 +379,26 @@ class EntryService:
 
     # --- sessions ----------------------------------------------------------------------------
 
-    def session_info(self, session_id: Any) -> dict[str, Any]:
+    def session_info(self, session_id: Any, caller: Caller) -> dict[str, Any]:
         sid = valid_session_id(session_id)
-        info = self.search.sessions.get(sid) if sid else None
+        info = self.search.sessions.get(_session_key(caller, sid)) if sid else None
         if info is None:
             raise NotFoundError(f"No session {session_id!r} (unknown or expired).",
                                 field="session_id")
-        return info
+        return {**info, "session_id": sid}
 
-    def cite(self, session_id: Any, ids: Any) -> dict[str, Any]:
+    def cite(self, session_id: Any, ids: Any, caller: Caller) -> dict[str, Any]:
         sid = valid_session_id(session_id)
         if sid is None:
             raise ValidationError("session_id", "a session id (letters, digits, . _ : -)")
         if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
             raise ValidationError("ids", "a list of entry ids")
-        return self.search.sessions.cite(sid, ids)
+        return {**self.search.sessions.cite(_session_key(caller, sid), ids), "session_id": sid}
+
+
+def _session_key(caller: Caller, session_id: str) -> str:
+    """Sessions belong to a space: the same id in another space is another session."""
+    return f"{caller.space}/{session_id}"
 
 
 def _snippet_len(value: Any) -> int:

@@ -271,17 +271,21 @@ def test_duplicates_between_half_and_085_are_listed_as_fyi(home: Path) -> None:
 def test_duplicate_check_timeout_still_writes_with_a_warning(
         kairos: Kairos, monkeypatch: pytest.MonkeyPatch) -> None:
     k = kairos
-    release = threading.Event()
+    release, finished = threading.Event(), threading.Event()
     original = k.search_engine.similar
 
     def slow_similar(*args: Any, **kwargs: Any) -> list[dict[str, Any]]:
-        release.wait(timeout=5)  # the check outlives its budget
-        return original(*args, **kwargs)
+        try:
+            release.wait(timeout=5)  # the check outlives its budget
+            return original(*args, **kwargs)
+        finally:
+            finished.set()
 
     monkeypatch.setattr(k.search_engine, "similar", slow_similar)
     k.entries.duplicate_budget = 0.05
     stored = k.write_entry(dict(VAULT))
     release.set()
+    assert finished.wait(timeout=10)
     assert stored["warnings"] == ["duplicate_check_timeout=true"]
     assert k.read_entries({"ids": [stored["entity_id"]]})["count"] == 1
 
@@ -297,3 +301,15 @@ def test_update_entry_revalidates_and_reindexes(k: Kairos) -> None:
     with pytest.raises(KairosError) as info:
         k.update_entry({"entity_id": "missing", "updates": {"title": "x"}})
     assert info.value.status == 404
+
+
+def test_sessions_belong_to_a_space(k: Kairos) -> None:
+    from kairos.service import Caller
+
+    k.search_entries({"query": "kafka broker"}, session_id="shared-id")
+    other = Caller(space="other")
+    with pytest.raises(KairosError) as info:
+        k.session_info("shared-id", other)
+    assert info.value.status == 404
+    k.cite("shared-id", ["x"], other)
+    assert k.session_info("shared-id")["cited_ids"] == []

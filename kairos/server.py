@@ -1,0 +1,75 @@
+"""The composition root: where the surfaces are put together into running processes.
+
+``kairos serve`` runs the REST app with the MCP server inside it; ``kairos mcp`` runs the
+MCP server on stdio (or a proxy to a remote server). Surfaces never import each other;
+this module, called by the CLI, is the one place that knows them all.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from functools import partial
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .config import Settings
+    from .service import Kairos
+
+
+class ServeError(Exception):
+    """A configuration that must not be served (message says why)."""
+
+
+def tokens_of(settings: Settings) -> dict[str, str]:
+    """token → space, from KAIROS_API_TOKENS or the tokens file (ServeError when
+    malformed). Imports are lazy: ``kairos mcp`` must start without the web stack."""
+    from .api import TokenConfigError, load_tokens
+
+    try:
+        return load_tokens(settings)
+    except TokenConfigError as exc:
+        raise ServeError(str(exc)) from None
+
+
+def serve_http(settings: Settings, service: Callable[[], Kairos], *, stateless: bool,
+               log_level: str, say: Callable[[str], None]) -> None:
+    import uvicorn
+
+    from .api import check_bind, create_app
+    from .mcp import ServiceRef, build_server
+
+    tokens = tokens_of(settings)
+    bind, port = str(settings.host), int(settings.port)
+    problem = check_bind(bind, tokens)
+    if problem:
+        raise ServeError(problem)
+    if tokens:
+        spaces = ", ".join(sorted(set(tokens.values())))
+        say(f"{len(tokens)} API token(s) configured (spaces: {spaces}); every request "
+            "except /health needs Authorization: Bearer <token>.")
+    else:
+        say(f"No API tokens configured: listening on {bind} only, without authentication. "
+            "Set KAIROS_API_TOKENS or KAIROS_TOKENS_FILE to serve a network.")
+    k = service()
+    web = create_app(k, tokens=tokens, host=bind, mcp_stateless=stateless,
+                     mcp_factory=partial(build_server, ServiceRef.of(k)))
+    base = f"http://{bind}:{port}"
+    say(f"KAIROS on {base}: MCP {base}/mcp, REST {base}/api/v1, docs {base}/docs")
+    try:
+        uvicorn.run(web, host=bind, port=port, log_level=log_level)
+    finally:
+        k.close()
+
+
+def serve_stdio(settings: Settings, server_url: str | None) -> None:
+    from .mcp.stdio import process_session_id, run_stdio
+
+    session_id = process_session_id()
+    if server_url:
+        from .mcp.proxy import run_proxy
+
+        run_proxy(server_url, session_id=session_id,
+                  token=os.environ.get("KAIROS_TOKEN") or None)
+    else:
+        run_stdio(settings, session_id)
