@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Sequence
+from functools import lru_cache
 
 _TOKEN = re.compile(r"\w+", re.UNICODE)
 _SUFFIXES = (("ies", "y"), ("sses", "ss"), ("ing", ""), ("ed", ""), ("es", ""), ("ly", ""),
@@ -26,6 +27,7 @@ TEXT_POWER = 0.8
 TEXT_IN_HYBRID = 0.8  # with vectors present, keywords are corroborating evidence
 
 
+@lru_cache(maxsize=200_000)
 def stem(word: str) -> str:
     """A light suffix stripper: enough to match deploy/deploys/deploying/deployed."""
     word = word.lower()
@@ -36,7 +38,7 @@ def stem(word: str) -> str:
 
 
 def stems(text: str) -> set[str]:
-    return {stem(w) for w in _TOKEN.findall(text)}
+    return {stem(w) for w in set(_TOKEN.findall(text.lower()))}
 
 
 def query_stems(query: str) -> list[str]:

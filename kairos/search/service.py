@@ -24,7 +24,7 @@ from . import ranking
 from .embedders import EmbedderUnavailable
 from .sessions import Sessions, SessionStore
 
-CANDIDATES = 200
+CANDIDATES = 100
 STEM_CACHE = 50_000
 DUPLICATE_BUDGET = 0.75
 _WORDS = re.compile(r"\w+", re.UNICODE)
@@ -85,21 +85,30 @@ class SearchService:
         self._stems: OrderedDict[tuple[int, str], tuple[set[str], set[str]]] = OrderedDict()
         self._stems_lock = threading.Lock()
 
-    def _doc_stems(self, row: dict[str, Any]) -> tuple[set[str], set[str]]:
-        """Stemmed words of a document, cached by (rid, updated_at) so a write anywhere
-        (even by another process) simply misses the cache."""
-        key = (row["rid"], row["updated_at"])
+    def _stems_for(self, conn: Connection, rows: dict[int, dict[str, Any]]
+                   ) -> dict[int, tuple[set[str], set[str]]]:
+        """Stemmed title and body words per document, cached by (rid, updated_at) so a
+        write anywhere (even by another process) simply misses the cache; bodies are read
+        only for the misses."""
+        out: dict[int, tuple[set[str], set[str]]] = {}
         with self._stems_lock:
-            hit = self._stems.get(key)
-            if hit is not None:
-                self._stems.move_to_end(key)
-                return hit
-        value = (ranking.stems(row["title"]), ranking.stems(row["body"][:5000]))
-        with self._stems_lock:
-            self._stems[key] = value
-            while len(self._stems) > STEM_CACHE:
-                self._stems.popitem(last=False)
-        return value
+            for rid, row in rows.items():
+                hit = self._stems.get((rid, row["updated_at"]))
+                if hit is not None:
+                    out[rid] = hit
+        missing = [rid for rid in rows if rid not in out]
+        if missing:
+            c = t.search_docs.c
+            for rid, body in conn.execute(select(c.rid, c.body).where(c.rid.in_(missing))):
+                rows[rid]["body"] = body
+                out[rid] = (ranking.stems(rows[rid]["title"]), ranking.stems(body[:5000]))
+            with self._stems_lock:
+                for rid in missing:
+                    if rid in out:
+                        self._stems[(rid, rows[rid]["updated_at"])] = out[rid]
+                while len(self._stems) > STEM_CACHE:
+                    self._stems.popitem(last=False)
+        return out
 
     # --- provider state ----------------------------------------------------------------------
 
@@ -202,11 +211,13 @@ class SearchService:
             if not candidates:
                 return Ranked([], "text" if degraded else "hybrid", degraded,
                               self._hint(degraded))
+            c = t.search_docs.c
             rows = {r["rid"]: dict(r) for r in conn.execute(
-                select(t.search_docs).where(t.search_docs.c.rid.in_(list(candidates))))
-                .mappings()}
-            metrics = (repo.metrics_for([r["entity_id"] for r in rows.values()
-                                         if r["kind"] == "protocol"]) if boosts else {})
+                select(*[col for col in t.search_docs.c if col.name != "body"])
+                .where(c.rid.in_(list(candidates)))).mappings()}
+            stems = self._stems_for(conn, rows)
+            metrics = (repo.outcomes_for([r["entity_id"] for r in rows.values()
+                                          if r["kind"] == "protocol"]) if boosts else {})
         terms = ranking.query_stems(query)
         hits = []
         for rid, row in rows.items():
@@ -215,12 +226,12 @@ class SearchService:
             if where is not None and not where(row):
                 continue
             d = dense.get(rid) if not degraded else None
-            title_stems, body_stems = self._doc_stems(row)
+            title_stems, body_stems = stems[rid]
             txt = ranking.text_score(ranking.coverage(terms, title_stems, body_stems))
             score = ranking.fuse(d, txt)
             m = metrics.get(row["entity_id"])
             if m is not None:
-                score = ranking.with_outcomes(score, m["successes"], m["failures"])
+                score = ranking.with_outcomes(score, m[0], m[1])
             hits.append(Hit(rid, row["kind"], row["entity_id"], score, d, txt, row))
         hits.sort(key=lambda h: (-h.score, h.row["title"]))
         return Ranked(hits, "text" if degraded else "hybrid", degraded, self._hint(degraded))
@@ -261,9 +272,18 @@ class SearchService:
         ranked = self.rank(text[:1500], space=space, kinds=(kind,),
                            exclude={exclude} if exclude else None, query_vector=query_vector)
         out = []
-        for hit in ranked.hits[:20]:
-            other = f"{hit.row['title']}. {hit.row['body']}"
-            score = hit.dense if hit.dense is not None else jaccard(text, other)
+        top = ranked.hits[:20]
+        bodies: dict[int, str] = {}
+        if any(h.dense is None for h in top):
+            with self.store.read() as repo:
+                c = t.search_docs.c
+                bodies = dict(repo.conn.execute(select(c.rid, c.body).where(
+                    c.rid.in_([h.rid for h in top]))).all())
+        for hit in top:
+            if hit.dense is not None:
+                score = hit.dense
+            else:
+                score = jaccard(text, f"{hit.row['title']}. {bodies.get(hit.rid, '')}")
             out.append({"entity_id": hit.entity_id, "entity_type": kind,
                         "title": hit.row["title"], "score": round(max(0.0, score), 4)})
         out.sort(key=lambda d: -d["score"])

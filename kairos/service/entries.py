@@ -369,7 +369,9 @@ class EntryService:
             steps = repo.steps_of(hit.entity_id)
             if proto is None or not steps:
                 return None
-            return {"entity_id": to_uri(steps[0]["id"]), "content": hit.row["body"],
+            body = repo.conn.execute(select(t.search_docs.c.body).where(
+                t.search_docs.c.rid == hit.rid)).scalar()
+            return {"entity_id": to_uri(steps[0]["id"]), "content": body or "",
                     "tags": proto["tags"], "title": proto["title"]}
         row = repo.conn.execute(select(_table(hit.kind)).where(
             _table(hit.kind).c.id == hit.entity_id)).mappings().first()

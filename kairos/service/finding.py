@@ -49,9 +49,9 @@ class ProtocolFinder:
         with self.store.read() as repo:
             for hit in hits:
                 proto = repo.protocol(hit.entity_id)
-                steps = repo.steps_of(hit.entity_id)
-                if proto is None or not steps or proto["builtin"]:
+                first = repo.first_step(hit.entity_id)
+                if proto is None or first is None or proto["builtin"]:
                     continue
-                matches.append(Match(to_uri(steps[0]["id"]), steps[0]["label"], proto["title"],
+                matches.append(Match(to_uri(first["id"]), first["label"], proto["title"],
                                      hit.score, list(proto["tags"])))
         return search_response(matches)
