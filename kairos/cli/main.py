@@ -165,6 +165,69 @@ def demo() -> None:
         k.close()
 
 
+def _answer(challenge: dict[str, Any], step: dict[str, Any], assume_yes: bool
+            ) -> dict[str, Any]:
+    """A solution for the challenge shown: asked at the terminal, or (``--yes``) the
+    answer of a step that went well. KAIROS never runs the command itself."""
+    kind = challenge["type"]
+    base = {"type": kind, "nonce": challenge["nonce"], "proof_hash": challenge["proof_hash"]}
+    if kind == "shell":
+        code = 0 if assume_yes else typer.prompt(
+            f"Run `{challenge['shell']['cmd']}` yourself; its exit code", type=int, default=0)
+        return {**base, "shell": {"exit_code": code, "stdout": "", "stderr": ""}}
+    if kind == "mcp":
+        ok = assume_yes or typer.confirm(
+            f"Did the MCP tool {challenge['mcp']['tool_name']} succeed?", default=True)
+        return {**base, "mcp": {"tool_name": challenge["mcp"]["tool_name"], "success": ok,
+                                "arguments": {}, "result": None}}
+    if kind == "user_input":
+        answer = "yes" if assume_yes else typer.prompt(challenge["user_input"]["prompt"])
+        return {**base, "user_input": {"confirmation": answer}}
+    first = " ".join(step["content"].split())[:300] or "the step"
+    text = (f"Done as described: {first}" if assume_yes
+            else typer.prompt(challenge["description"]))
+    return {**base, "comment": {"text": text}}
+
+
+@app.command()
+def run(
+    uri: Annotated[str, typer.Argument(help="Step 1 of a protocol (kairos://mem/<uuid>).")],
+    yes: Annotated[bool, typer.Option("--yes", help="Answer every challenge as a step "
+                                                    "that went well (no prompts).")] = False,
+) -> None:
+    """Walk a protocol in the terminal: each step, its challenge, your answer."""
+    k = _service()
+    try:
+        response = k.begin(uri)
+        steps = [s["uri"] for s in k.dump(uri, protocol=True)["steps"]]
+        while True:
+            step, challenge = response["current_step"], response["challenge"]
+            console.rule(step["uri"])
+            console.print(step["content"], markup=False, highlight=False)
+            console.print(f"[bold]{challenge['description']}[/bold]")
+            if response.get("error_code"):
+                console.print(f"[red]{response['error_code']}: {response['message']}[/red]")
+            solution = _answer(challenge, step, yes)
+            index = steps.index(step["uri"])
+            if index == len(steps) - 1:
+                break
+            response = k.next(steps[index + 1], solution)
+            if response.get("must_obey") is False:
+                console.print(f"[red]{response['message']}[/red] {response['next_action']}")
+                raise typer.Exit(1)
+        done = k.attest(step["uri"], "success", "Run from the command line.",
+                        solution=solution)
+        if "run_id" not in done:
+            _print(done)
+            raise typer.Exit(1)
+        console.print(f"Run {done['run_id']}: {done['proofs']} proofs, chain "
+                      f"{'valid' if k.verify_run(done['run_id'])['valid'] else 'BROKEN'}.")
+    except KairosError as exc:
+        _fail(exc)
+    finally:
+        k.close()
+
+
 @app.command()
 def mint(
     path: Annotated[Path, typer.Argument(help="A markdown file, or a directory of them.")],
