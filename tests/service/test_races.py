@@ -1,0 +1,51 @@
+"""Races that replicas must survive without a process-wide lock (run on both backends)."""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from kairos.domain.errors import KairosError
+from kairos.service import Caller, Kairos
+from tests.spec.seedkit import mint_three, shell_ok
+
+
+def _together(n: int, fn: Any) -> list[Any]:
+    barrier = threading.Barrier(n)
+
+    def run(i: int) -> Any:
+        barrier.wait(timeout=30)
+        try:
+            return fn(i)
+        except KairosError as exc:
+            return exc
+
+    with ThreadPoolExecutor(n) as pool:
+        return list(pool.map(run, range(n)))
+
+
+def test_one_nonce_is_accepted_once_under_concurrent_answers(kairos: Kairos) -> None:
+    steps, _ = mint_three(kairos)
+    begun = kairos.begin(steps[0], Caller(id="agent"))
+    answer = shell_ok(begun["challenge"])
+    results = _together(8, lambda i: kairos.next(steps[1], answer, Caller(id=f"replica-{i}")))
+    accepted = [r for r in results if isinstance(r, dict) and "error_code" not in r]
+    assert len(accepted) == 1
+    assert all(isinstance(r, KairosError) or r.get("error_code") for r in results
+               if r is not accepted[0])
+    run_id = kairos.run_history(Caller())[0]["run_id"]
+    assert kairos.proof_log(run_id)["proofs"].__len__() == 1
+    assert kairos.verify_run(run_id)["valid"] is True
+
+
+def test_racing_mints_of_one_title_store_one_protocol(kairos: Kairos) -> None:
+    doc = "# Rotate the signing key\n\n## Rotate\n\nRotate the release signing key.\n"
+    results = _together(6, lambda i: kairos.mint(doc))
+    stored = [r for r in results if isinstance(r, dict)]
+    refused = [r for r in results if isinstance(r, KairosError)]
+    assert len(stored) == 1 and len(refused) == 5
+    assert {e.code for e in refused} <= {"DUPLICATE_CHAIN", "SIMILAR_MEMORY_FOUND"}
+    matches = [c for c in kairos.search("rotate the signing key")["choices"]
+               if c["role"] == "match"]
+    assert len(matches) == 1
