@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
@@ -80,6 +81,19 @@ def _caller(k: Kairos, space: str | None = None) -> Caller:
     return Caller(space=space or str(k.settings.space), id="local")
 
 
+@contextmanager
+def _using(settings: Settings | None = None) -> Iterator[Kairos]:
+    """The service for one command: a KairosError is printed as its JSON body (exit 1),
+    and the service is always closed."""
+    k = _service(settings)
+    try:
+        yield k
+    except KairosError as exc:
+        _fail(exc)
+    finally:
+        k.close()
+
+
 def _print(data: Any) -> None:
     console.print_json(json.dumps(data, ensure_ascii=False))
 
@@ -137,8 +151,7 @@ def mcp_stdio(
 @app.command()
 def demo() -> None:
     """Mint a sample protocol and run it to completion, showing every response."""
-    k = _service()
-    try:
+    with _using() as k:
         minted = k.mint(SAMPLE, force_update=True)
         steps = [s["uri"] for s in minted["items"][0]["steps"]]
         response = k.begin(steps[0])
@@ -159,10 +172,6 @@ def demo() -> None:
         if "run_id" not in done:  # the answer was refused: the response says why
             raise typer.Exit(1)
         _print(k.verify_run(done["run_id"]))
-    except KairosError as exc:
-        _fail(exc)
-    finally:
-        k.close()
 
 
 def _answer(challenge: dict[str, Any], step: dict[str, Any], assume_yes: bool
@@ -196,8 +205,7 @@ def run(
                                                     "that went well (no prompts).")] = False,
 ) -> None:
     """Walk a protocol in the terminal: each step, its challenge, your answer."""
-    k = _service()
-    try:
+    with _using() as k:
         response = k.begin(uri)
         steps = [s["uri"] for s in k.dump(uri, protocol=True)["steps"]]
         while True:
@@ -222,10 +230,6 @@ def run(
             raise typer.Exit(1)
         console.print(f"Run {done['run_id']}: {done['proofs']} proofs, chain "
                       f"{'valid' if k.verify_run(done['run_id'])['valid'] else 'BROKEN'}.")
-    except KairosError as exc:
-        _fail(exc)
-    finally:
-        k.close()
 
 
 @app.command()
@@ -287,14 +291,9 @@ def search(
     """Find protocols for a request (kairos_search)."""
     from rich.table import Table
 
-    k = _service()
-    try:
+    with _using() as k:
         _wait_for_model(k, model_timeout)
         result = k.search(query, _caller(k), limit=limit)
-    except KairosError as exc:
-        _fail(exc)
-    finally:
-        k.close()
     if as_json:
         _print(result)
         return
@@ -315,13 +314,8 @@ def dump(
     as_json: Annotated[bool, typer.Option("--json", help="Print the raw response.")] = False,
 ) -> None:
     """Show one step, or the whole protocol as markdown."""
-    k = _service()
-    try:
+    with _using() as k:
         result = k.dump(uri, _caller(k), protocol=protocol)
-    except KairosError as exc:
-        _fail(exc)
-    finally:
-        k.close()
     if as_json:
         _print(result)
     else:
@@ -333,13 +327,8 @@ def dump(
 @app.command()
 def verify(run_id: Annotated[str, typer.Argument(help="The run id.")]) -> None:
     """Recompute a run's proof chain and report the first broken link."""
-    k = _service()
-    try:
+    with _using() as k:
         result = k.verify_run(run_id, _caller(k))
-    except KairosError as exc:
-        _fail(exc)
-    finally:
-        k.close()
     _print(result)
     if not result["valid"]:
         raise typer.Exit(1)
@@ -420,13 +409,8 @@ def import_(
     if not file.is_file():
         err.print(f"[red]{file}: no such file[/red]")
         raise typer.Exit(2)
-    k = _service()
-    try:
+    with _using() as k:
         result = import_records(k, _records(file), _caller(k, space))
-    except KairosError as exc:
-        _fail(exc)
-    finally:
-        k.close()
     _print(result)
 
 
