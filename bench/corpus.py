@@ -1,0 +1,262 @@
+"""The benchmark's corpora: tldr pages as protocols (and as manual entries), built once per
+run into one growing store that is copied at each corpus size, so the sizes are nested
+(1k ⊂ 4.6k ⊂ 7.4k ⊂ synthetic 50k) and every figure of a size reads the same data.
+
+Building is made fast without changing what is stored: vectors are computed in batches
+ahead of time (`PrimedEmbedder`) and the advisory duplicate check, which only annotates
+the mint response, is skipped. The mint figure is measured on the real path: the last
+`sample` mints before each size use the live model and the duplicate check."""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+import time
+from collections.abc import Callable, Sequence
+from contextlib import closing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from harness import stats
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from workload import Page, load_pages, manual_entry, protocol_markdown, task_query
+
+from kairos.config import load_settings
+from kairos.domain import markdown
+from kairos.search.embedders import LocalEmbedder
+from kairos.service import Kairos
+from kairos.service.entries import EntryService
+from kairos.service.protocols import protocol_spec, title_key
+
+SYNTHETIC_SIZE = 50_000
+_CONTEXTS = ("on a build server", "in a CI job", "for a release", "on a fresh machine",
+             "during an incident", "in a container", "on a shared host", "for a teammate",
+             "before a deploy", "in a scratch directory")
+
+
+@dataclass(frozen=True)
+class Item:
+    """One corpus document: the page it comes from, its title and its protocol markdown."""
+    page: Page
+    title: str
+
+    @property
+    def markdown(self) -> str:
+        return protocol_markdown(self.page, with_description=False, title=self.title)
+
+
+@dataclass
+class Corpus:
+    kind: str                    # "protocol" | "manual"
+    size: int
+    home: Path                   # a KAIROS_HOME holding kairos.db
+    items: list[Item]
+    uris: dict[str, int] = field(default_factory=dict)   # step-1 uri → index in items
+
+    @property
+    def db(self) -> Path:
+        return self.home / "kairos.db"
+
+
+def real_items() -> list[Item]:
+    """Every tldr page, `common` first (the retrieval task's pages, in search_quality's
+    order), titled by name, or by id when another page already took the name."""
+    pages = load_pages()
+    ordered = [p for p in pages if p.platform == "common"] + [
+        p for p in pages if p.platform != "common"]
+    seen: set[str] = set()
+    items = []
+    for page in ordered:
+        title = page.name if title_key(page.name) not in seen else page.id
+        seen.add(title_key(title))
+        items.append(Item(page, title))
+    return items
+
+
+def synthetic_items(base: list[Item], total: int = SYNTHETIC_SIZE) -> list[Item]:
+    """``base`` plus variants up to ``total``: each a page with its examples reordered,
+    one dropped, and a context phrase in every step label, under a new title."""
+    rng = random.Random(42)
+    out = list(base)
+    round_ = 1
+    while len(out) < total:
+        for item in base:
+            if len(out) >= total:
+                break
+            examples = list(item.page.examples)
+            rng.shuffle(examples)
+            if len(examples) > 2:
+                examples.pop(rng.randrange(len(examples)))
+            where = _CONTEXTS[(round_ + len(out)) % len(_CONTEXTS)]
+            examples = [{**e, "description": f"{e['description'].rstrip(':')} {where}"}
+                        for e in examples]
+            page = Page(f"{item.page.id}~{round_}", item.page.platform, item.page.name,
+                        item.page.description, examples)
+            out.append(Item(page, f"{item.title} ({where}, variant {round_})"))
+        round_ += 1
+    return out
+
+
+def queries(items: Sequence[Item], n: int) -> list[tuple[int, str]]:
+    """``n`` (index, query) pairs spread evenly over the common pages among ``items``."""
+    pool = [(i, q) for i, it in enumerate(items)
+            if it.page.platform == "common" and "~" not in it.page.id
+            and (q := task_query(it.page))]
+    if n <= 0 or n >= len(pool):
+        return pool
+    step = len(pool) / n
+    return [pool[int(j * step)] for j in range(n)]
+
+
+class PrimedEmbedder:
+    """The local model behind a cache of vectors computed ahead in batches. ``live=True``
+    bypasses the cache (a measured mint); ``spent`` adds up the seconds in the model."""
+
+    name = LocalEmbedder.name
+    model_id = LocalEmbedder.model_id
+
+    def __init__(self, model: LocalEmbedder) -> None:
+        self.model = model
+        self.cache: dict[str, np.ndarray] = {}
+        self.live = False
+        self.spent = 0.0
+
+    @property
+    def ready(self) -> bool:
+        return self.model.ready
+
+    @property
+    def state(self) -> str:
+        return self.model.state
+
+    def _model(self, texts: list[str]) -> np.ndarray:
+        started = time.perf_counter()
+        vectors = self.model.embed(texts)
+        self.spent += time.perf_counter() - started
+        return vectors
+
+    def prime(self, texts: Sequence[str], progress: Progress, label: str,
+              batch: int = 64) -> None:
+        todo = sorted({t for t in texts if t not in self.cache})
+        task = progress.add_task(label, total=len(todo), rate="")
+        for i in range(0, len(todo), batch):
+            chunk = todo[i:i + batch]
+            self.cache.update(zip(chunk, self._model(chunk), strict=True))
+            progress.advance(task, len(chunk))
+        progress.remove_task(task)
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        texts = list(texts)
+        if self.live:
+            return self._model(texts)
+        missing = [t for t in dict.fromkeys(texts) if t not in self.cache]
+        if missing:
+            self.cache.update(zip(missing, self._model(missing), strict=True))
+        return np.stack([self.cache[t] for t in texts])
+
+
+def protocol_vector_text(item: Item) -> str:
+    return protocol_spec("", "default", markdown.parse(item.markdown)[0], "").vector_texts[0]
+
+
+def manual_vector_text(item: Item) -> str:
+    entry = {k: v.strip() if isinstance(v, str) else v
+             for k, v in manual_entry(item.page).items()}
+    return EntryService._spec("manual", {"id": "", "space": "default", "updated_at": "",
+                                         **entry}).vector_texts[0]
+
+
+def progress_bar(console: Console) -> Progress:
+    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                    TextColumn("{task.fields[rate]}"), TimeElapsedColumn(),
+                    TimeRemainingColumn(), console=console, transient=True)
+
+
+def _no_duplicate_check(*_: Any, **__: Any) -> dict[str, Any]:
+    return {"duplicates": [], "warnings": []}
+
+
+def open_kairos(home: Path, embedder: Any, database_url: str | None = None) -> Kairos:
+    env = {"KAIROS_HOME": str(home)}
+    if database_url:
+        env["KAIROS_DATABASE_URL"] = database_url
+    return Kairos(load_settings(env=env), embedder=embedder, background=False)
+
+
+def snapshot(db: Path, home: Path) -> None:
+    """A consistent copy of a live SQLite store (WAL included) into ``home``."""
+    home.mkdir(parents=True, exist_ok=True)
+    with closing(sqlite3.connect(db)) as src, closing(sqlite3.connect(home / "kairos.db")) as dst:
+        src.backup(dst)
+
+
+def build(kind: str, items: list[Item], sizes: Sequence[int], root: Path,
+          embedder: PrimedEmbedder, console: Console, *, sample: int = 0,
+          database_url: str | None = None) -> tuple[dict[int, Corpus], dict[int, Any]]:
+    """Mint (or write, for manuals) ``items`` in order into one store, copying it at each
+    size. Returns the corpora and, per size, the figures of the ``sample`` measured
+    mints that precede it (real path: live model and duplicate check)."""
+    write: Callable[[Kairos, Item], str]
+    if kind == "protocol":
+        def write(k: Kairos, item: Item) -> str:
+            return str(k.mint(item.markdown, force_update=True)["items"][0]["uri"])
+        text_of = protocol_vector_text
+    else:
+        def write(k: Kairos, item: Item) -> str:
+            return str(k.write_entry(manual_entry(item.page))["entity_id"])
+        text_of = manual_vector_text
+    sizes = sorted(sizes)
+    work = root / f"build-{kind}{'-pg' if database_url else ''}"
+    corpora: dict[int, Corpus] = {}
+    measured: dict[int, Any] = {}
+    uris: dict[str, int] = {}
+    with progress_bar(console) as progress:
+        embedder.prime([text_of(it) for it in items[:sizes[-1]]], progress,
+                       f"embedding {kind} texts (batches of 64)")
+        k = open_kairos(work, embedder, database_url)
+        task = progress.add_task(f"writing {kind}s", total=sizes[-1], rate="")
+        try:
+            for size in sizes:
+                lat, model = [], []
+                for i in range(len(uris), size):
+                    live = i >= size - sample
+                    embedder.live = live
+                    if live:
+                        k.search_engine.__dict__.pop("duplicate_check", None)
+                    else:
+                        k.search_engine.duplicate_check = _no_duplicate_check  # type: ignore
+                    embedder.spent = 0.0
+                    started = time.perf_counter()
+                    uris[write(k, items[i])] = i
+                    if live:
+                        lat.append(time.perf_counter() - started)
+                        model.append(embedder.spent)
+                        rate = len(lat) / sum(lat)
+                        progress.update(task, rate=f"measured {rate:.1f}/s")
+                    progress.advance(task)
+                embedder.live = False
+                k.search_engine.backfill()  # creates the HNSW index on PostgreSQL
+                if lat:
+                    measured[size] = {"mints": len(lat), "per_second": len(lat) / sum(lat),
+                                      "mint": stats(lat), "embedding": stats(model),
+                                      "embedding_per_second": len(model) / sum(model)}
+                home = work if database_url else root / f"{kind}-{size}"
+                if not database_url:
+                    snapshot(work / "kairos.db", home)
+                corpora[size] = Corpus(kind, size, home, items[:size], dict(uris))
+                note = f", measured mint {measured[size]['per_second']:.1f}/s" if lat else ""
+                progress.console.print(f"{kind}s: {size} stored{note}")
+        finally:
+            embedder.live = False
+            k.close()
+    return corpora, measured
