@@ -5,6 +5,7 @@ smallest MCP server, peak RSS beside a server with an empty store."""
 
 from __future__ import annotations
 
+import itertools
 import sqlite3
 import sys
 import time
@@ -212,33 +213,34 @@ async def agents(urls: list[str], steps: list[str], n: int, seconds: float) -> d
     deadline = time.monotonic() + seconds
 
     async with http_client() as http:
-        async def call(i: int, j: int, path: str, body: dict[str, Any]) -> dict[str, Any]:
-            r = await http.post(f"{urls[(i + j) % len(urls)]}/api/v1/runs{path}", json=body,
-                                headers={"X-CHL-Session": f"agent-{i}"})
-            r.raise_for_status()
-            data = dict(r.json())
-            if "error_code" in data:
-                raise RuntimeError(f"{path}: {data['error_code']}")
-            return data
-
         async def agent(i: int) -> None:
-            j = 0
+            hops = itertools.count(i)  # the replica of each call, in turn
+            headers = {"X-CHL-Session": f"agent-{i}"}
+
+            async def call(path: str, body: dict[str, Any]) -> dict[str, Any]:
+                url = urls[next(hops) % len(urls)]
+                r = await http.post(f"{url}/api/v1/runs{path}", json=body, headers=headers)
+                r.raise_for_status()
+                data = dict(r.json())
+                if "error_code" in data:
+                    raise RuntimeError(f"{path}: {data['error_code']}")
+                return data
+
             while time.monotonic() < deadline:
                 started = time.perf_counter()
                 try:
-                    r = await call(i, j, "/begin", {"uri": steps[0]})
+                    r = await call("/begin", {"uri": steps[0]})
                     for uri in steps[1:]:
                         t0 = time.perf_counter()
-                        r = await call(i, j := j + 1, "/next",
-                                       {"uri": uri, "solution": shell_ok(r["challenge"])})
+                        r = await call("/next", {"uri": uri,
+                                                 "solution": shell_ok(r["challenge"])})
                         nexts.append(time.perf_counter() - t0)
-                    await call(i, j := j + 1, "/attest", {
-                        "uri": steps[-1], "outcome": "success", "message": "bench run",
-                        "solution": shell_ok(r["challenge"])})
+                    await call("/attest", {"uri": steps[-1], "outcome": "success",
+                                           "message": "bench run",
+                                           "solution": shell_ok(r["challenge"])})
                     runs.append(time.perf_counter() - started)
                 except (httpx2.HTTPError, RuntimeError, KeyError) as exc:
                     failures.append(f"{type(exc).__name__}: {exc}"[:200])
-                j += 1
 
         started = time.perf_counter()
         async with anyio.create_task_group() as tg:

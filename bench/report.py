@@ -176,8 +176,8 @@ def plot(r: dict[str, Any], path: Path) -> Path | None:
         lat.plot(sizes, [p[1][key]["p50_ms"] for p in points], style, label=f"{label} p50")
         if key == "http":
             lat.plot(sizes, [p[1][key]["p99_ms"] for p in points], "o:", label=f"{label} p99")
-    lat.axhline(25, color="grey", lw=0.8, ls="--")
-    lat.axhline(60, color="grey", lw=0.8, ls=":")
+    lat.axhline(25, color="grey", lw=0.8, ls="--", label="goal p50 25 ms")
+    lat.axhline(60, color="grey", lw=0.8, ls=":", label="goal p99 60 ms")
     lat.set(xscale="log", xlabel="protocols", ylabel="ms", title="kairos_search latency")
     lat.legend(fontsize=8, loc="best")
     mem.plot(sizes, [p[1].get("rss_peak_mb") or 0 for p in points], "o-", label="kairos serve")
