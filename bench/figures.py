@@ -1,7 +1,7 @@
-"""The measurements. Each figure takes its "compared to what" in the same loop, so both
-sides see the same machine load: search beside its floor (query embedding + raw vector
-scan), runs over HTTP beside the same runs in process, `kairos mcp` cold start beside the
-smallest MCP server, peak RSS beside a server with an empty store."""
+"""The measurements. Each figure takes its "compared to what" in the same run, right next
+to it: search beside its floor (query embedding + raw vector scan), runs over HTTP beside
+the same runs in process, `kairos mcp` cold start beside the smallest MCP server, peak RSS
+beside a server with an empty store."""
 
 from __future__ import annotations
 
@@ -72,53 +72,48 @@ class Floor:
         return {"embed": stats(self.embed), "scan": stats(self.scan), "floor": stats(total)}
 
 
-async def search_samples(url: str | None, qs: list[str], k: Kairos | None,
-                         floor: Floor | None, *, entries: bool = False) -> dict[str, Any]:
-    """Per query, in turn: kairos_search over MCP, the same search in process, its floor."""
-    http: list[float] = []
-    local: list[float] = []
-    errors = 0
-
-    def in_process(q: str) -> Any:
-        assert k is not None
-        if entries:
-            return k.search_entries({"query": q, "types": ["manual"], "snippet_len": 320},
-                                    session_id="bench-unified")
-        return k.search(q)
-
-    async def loop(session: ClientSession | None) -> None:
-        nonlocal errors
+async def http_samples(url: str, qs: list[str]) -> tuple[list[float], int]:
+    """kairos_search over MCP, one query after another, after a warm-up."""
+    samples, errors = [], 0
+    async with mcp_http(url) as session:
         for i, q in enumerate([*qs[:WARMUP], *qs]):
-            keep = i >= WARMUP
-            if session is not None:
-                started = time.perf_counter()
-                result = await session.call_tool("kairos_search", {"query": q})
-                if keep:
-                    http.append(time.perf_counter() - started)
-                    errors += bool(result.is_error)
-            if k is not None:
-                started = time.perf_counter()
-                in_process(q)
-                if keep:
-                    local.append(time.perf_counter() - started)
-            if floor is not None and keep:
-                floor.measure(q)
+            started = time.perf_counter()
+            result = await session.call_tool("kairos_search", {"query": q})
+            if i >= WARMUP:
+                samples.append(time.perf_counter() - started)
+                errors += bool(result.is_error)
+    return samples, errors
 
-    if url is None:
-        await loop(None)
-    else:
-        async with mcp_http(url) as session:
-            await loop(session)
-    out: dict[str, Any] = {"queries": len(qs), "load": load_now()}
+
+def search_samples(url: str | None, qs: list[str], k: Kairos | None, floor: Floor | None,
+                   *, entries: bool = False) -> dict[str, Any]:
+    """kairos_search over MCP for every query; then, per query in turn, the same search in
+    process and its floor. The server's queries run apart from this process's: the idle
+    threads of one torch process slow the other down on a small machine."""
+    out: dict[str, Any] = {"queries": len(qs)}
     if url is not None:
+        http, errors = anyio.run(http_samples, url, qs)
         out |= {"http": stats(http), "errors": errors}
     if k is not None:
+        local = []
+        for i, q in enumerate([*qs[:WARMUP], *qs]):
+            started = time.perf_counter()
+            if entries:
+                k.search_entries({"query": q, "types": ["manual"], "snippet_len": 320},
+                                 session_id="bench-unified")
+            else:
+                k.search(q)
+            if i >= WARMUP:
+                local.append(time.perf_counter() - started)
+                if floor is not None:
+                    floor.measure(q)
         out["in_process"] = stats(local)
     if floor is not None:
         out |= floor.figures()
         for side in ("http", "in_process"):
             if side in out:
                 out[f"{side}_over_floor"] = ratio(out[side], out["floor"])
+    out["load"] = load_now()
     return out
 
 
@@ -131,7 +126,7 @@ def search(home: Path, model: LocalEmbedder, qs: list[str], logs: Path, *,
     floor = Floor(model, vectors) if vectors is not None else None
     try:
         with servers(home, database_url=database_url, logs=logs) as [server]:
-            out = anyio.run(search_samples, server.url, qs, k, floor)
+            out = search_samples(server.url, qs, k, floor)
             out["rss_peak_mb"] = server.peak_rss_mb()
     finally:
         if k is not None:
@@ -144,7 +139,7 @@ def unified_search(corpus: Corpus, model: LocalEmbedder, qs: list[str]) -> dict[
     k = open_kairos(corpus.home, model)
     try:
         floor = Floor(model, corpus_vectors(corpus.db, "manual"))
-        out = anyio.run(lambda: search_samples(None, qs, k, floor, entries=True))
+        out = search_samples(None, qs, k, floor, entries=True)
         sample = k.search_entries({"query": qs[0], "types": ["manual"]},
                                   session_id="bench-unified")
         out["session_applied"] = sample["session_applied"]

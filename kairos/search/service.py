@@ -1,12 +1,12 @@
 """The search engine: keeps the index in step with every write, and answers kairos_search
-and the unified search of seed 002 with one calibrated hybrid score."""
+and the unified search of seed 002 with one calibrated score (``domain.scoring``) from the
+dense evidence of the vector index and the text evidence of the full-text index."""
 
 from __future__ import annotations
 
 import re
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -17,16 +17,17 @@ import numpy as np
 from sqlalchemy import delete, insert, select, update
 from sqlalchemy.engine import Connection
 
+from ..domain import doctext, scoring
 from ..store import schema as t
 from ..store.db import Store
 from ..store.repo import Repo
-from . import ranking
 from .embedders import EmbedderUnavailable
 from .sessions import Sessions, SessionStore
 
 CANDIDATES = 100
-STEM_CACHE = 50_000
 DUPLICATE_BUDGET = 0.75
+#: Duplicates compare like with like: the full-text vector (seq 1) of both records.
+DUPLICATE_SEQ = 1
 _WORDS = re.compile(r"\w+", re.UNICODE)
 _pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="kairos-dupcheck")
 
@@ -38,8 +39,9 @@ def jaccard(a: str, b: str) -> float:
 
 @dataclass(frozen=True)
 class DocSpec:
-    """A searchable record: what full-text indexes, and the texts whose vectors stand for
-    it (the best-matching vector answers)."""
+    """A searchable record: the three full-text columns (title, step labels, body) and
+    the texts whose vectors stand for it, in ``seq`` order: summary, full text, then one
+    per step (``domain.doctext``)."""
 
     kind: str
     entity_id: str
@@ -48,9 +50,25 @@ class DocSpec:
     body: str
     vector_texts: tuple[str, ...]
     updated_at: str
+    labels: str = ""
     category: str | None = None
     section: str | None = None
     author: str | None = None
+
+    @property
+    def ntokens(self) -> int:
+        return len(_WORDS.findall(f"{self.title} {self.labels} {self.body}"))
+
+
+def entry_spec(kind: str, entity_id: str, space: str, title: str, body: str, updated_at: str,
+               **extra: Any) -> DocSpec:
+    """A knowledge entry in the protocol recipe: its title as the summary, title and body
+    as the full text, the body as its one step."""
+    text = doctext.clean(body)
+    return DocSpec(kind=kind, entity_id=entity_id, space=space, title=title, body=body,
+                   vector_texts=(title, f"{title}: {text}"[:1200],
+                                 text[:doctext.MAX_CONTENT_CHARS] or title),
+                   updated_at=updated_at, **extra)
 
 
 @dataclass
@@ -82,34 +100,6 @@ class SearchService:
         self._thread: threading.Thread | None = None
         self.backfill_state = "idle"
         self.spec_builders: dict[str, Callable[[Repo, str], DocSpec | None]] = {}
-        self._stems: OrderedDict[tuple[int, str], tuple[set[str], set[str]]] = OrderedDict()
-        self._stems_lock = threading.Lock()
-
-    def _stems_for(self, conn: Connection, rows: dict[int, dict[str, Any]]
-                   ) -> dict[int, tuple[set[str], set[str]]]:
-        """Stemmed title and body words per document, cached by (rid, updated_at) so a
-        write anywhere (even by another process) simply misses the cache; bodies are read
-        only for the misses."""
-        out: dict[int, tuple[set[str], set[str]]] = {}
-        with self._stems_lock:
-            for rid, row in rows.items():
-                hit = self._stems.get((rid, row["updated_at"]))
-                if hit is not None:
-                    out[rid] = hit
-        missing = [rid for rid in rows if rid not in out]
-        if missing:
-            c = t.search_docs.c
-            for rid, body in conn.execute(select(c.rid, c.body).where(c.rid.in_(missing))):
-                rows[rid]["body"] = body
-                out[rid] = (ranking.stems(rows[rid]["title"]), ranking.stems(body[:5000]))
-            with self._stems_lock:
-                for rid in missing:
-                    if rid in out:
-                        self._stems[(rid, rows[rid]["updated_at"])] = out[rid]
-                while len(self._stems) > STEM_CACHE:
-                    self._stems.popitem(last=False)
-        return out
-
     # --- provider state ----------------------------------------------------------------------
 
     @property
@@ -145,7 +135,7 @@ class SearchService:
         offset = 0
         for doc in docs:
             rid = self._upsert_doc(conn, doc)
-            self.store.text_index.upsert(conn, rid, doc.title, doc.body)
+            self.store.text_index.upsert(conn, rid, doc.title, doc.labels, doc.body)
             n = len(doc.vector_texts)
             if vectors is not None and n:
                 self.store.vector_index.upsert(conn, rid, doc.space, doc.kind,
@@ -171,7 +161,8 @@ class SearchService:
     def _upsert_doc(conn: Connection, doc: DocSpec) -> int:
         key = f"{doc.kind}:{doc.entity_id}"
         values = {"kind": doc.kind, "entity_id": doc.entity_id, "space": doc.space,
-                  "title": doc.title, "body": doc.body, "category": doc.category,
+                  "title": doc.title, "labels": doc.labels, "body": doc.body,
+                  "ntokens": doc.ntokens, "category": doc.category,
                   "section": doc.section, "author": doc.author, "updated_at": doc.updated_at}
         row = conn.execute(select(t.search_docs.c.rid).where(t.search_docs.c.key == key)).first()
         if row is None:
@@ -184,57 +175,53 @@ class SearchService:
 
     def rank(self, query: str, *, space: str, kinds: Sequence[str],
              where: Callable[[dict[str, Any]], bool] | None = None,
-             exclude: set[str] | None = None, boosts: bool = False,
-             query_vector: np.ndarray | None = None) -> Ranked:
-        """Every candidate scored on one calibrated scale in [0, 1], best first.
-        ``query_vector`` replaces the query's embedding (a document's own vector)."""
-        qvec = (query_vector.reshape(1, -1) if query_vector is not None
-                else self._embed([query]))
+             exclude: set[str] | None = None, boosts: bool = False) -> Ranked:
+        """Every candidate (the best of each index, each scored by both) on one calibrated
+        scale in [0, 1], best first."""
+        qvec = self._embed([doctext.embedding_query(query)])
         degraded = qvec is None
+        mode = "text" if degraded else "hybrid"
         with self.store.read() as repo:
             conn = repo.conn
-            text_hits = self.store.text_index.search(conn, query, space=space, kinds=kinds,
-                                                     limit=CANDIDATES)
             dense: dict[int, float] = {}
-            candidates = {rid for rid, _ in text_hits}
             if qvec is not None:
                 model_id = self.embedder.model_id
                 rids, sims = self.store.vector_index.search(
                     conn, qvec[0], space=space, kinds=kinds, model_id=model_id,
                     limit=CANDIDATES)
                 dense = dict(zip(rids.tolist(), sims.tolist(), strict=True))
-                missing = [rid for rid in candidates if rid not in dense]
+            text = self.store.text_index.search(conn, query, space=space, kinds=kinds,
+                                                limit=CANDIDATES, also=list(dense))
+            if qvec is not None and text:
+                missing = [rid for rid in text if rid not in dense]
                 if missing:
                     dense.update(self.store.vector_index.scores(conn, qvec[0], missing,
                                                                 model_id=model_id))
-                candidates |= set(dense)
+            candidates = set(dense) | set(text or ())
             if not candidates:
-                return Ranked([], "text" if degraded else "hybrid", degraded,
-                              self._hint(degraded))
+                return Ranked([], mode, degraded, self._hint(degraded))
             c = t.search_docs.c
             rows = {r["rid"]: dict(r) for r in conn.execute(
-                select(*[col for col in t.search_docs.c if col.name != "body"])
+                select(c.rid, c.kind, c.entity_id, c.space, c.title, c.category, c.section,
+                       c.author, c.updated_at)
                 .where(c.rid.in_(list(candidates)))).mappings()}
-            stems = self._stems_for(conn, rows)
             metrics = (repo.outcomes_for([r["entity_id"] for r in rows.values()
                                           if r["kind"] == "protocol"]) if boosts else {})
-        terms = ranking.query_stems(query)
         hits = []
         for rid, row in rows.items():
             if exclude and row["entity_id"] in exclude:
                 continue
             if where is not None and not where(row):
                 continue
-            d = dense.get(rid) if not degraded else None
-            title_stems, body_stems = stems[rid]
-            txt = ranking.text_score(ranking.coverage(terms, title_stems, body_stems))
-            score = ranking.fuse(d, txt)
+            d = dense.get(rid)
+            txt = None if text is None else text.get(rid, 0.0)
+            score = scoring.calibrated_score(d, txt)
             m = metrics.get(row["entity_id"])
             if m is not None:
-                score = ranking.with_outcomes(score, m[0], m[1])
+                score = scoring.apply_outcome_boost(score, scoring.outcome_boost(m[0], m[1]))
             hits.append(Hit(rid, row["kind"], row["entity_id"], score, d, txt, row))
         hits.sort(key=lambda h: (-h.score, h.row["title"]))
-        return Ranked(hits, "text" if degraded else "hybrid", degraded, self._hint(degraded))
+        return Ranked(hits, mode, degraded, self._hint(degraded))
 
     def _hint(self, degraded: bool) -> str | None:
         if not degraded:
@@ -266,28 +253,31 @@ class SearchService:
     def similar(self, kind: str, space: str, title: str, body: str,
                 exclude: str | None, query_vector: np.ndarray | None = None
                 ) -> list[dict[str, Any]]:
-        """Similarity to existing records of a kind: cosine of the vectors (of the same
-        recipe as the stored ones) when available, else the word overlap (Jaccard)."""
+        """Similarity to existing records of a kind, best first: the cosine of the full-text
+        vectors when ``query_vector`` (the new record's, ``DUPLICATE_SEQ``) is given, else
+        the word overlap (Jaccard) with the best text matches."""
         text = f"{title}. {body}"
-        ranked = self.rank(text[:1500], space=space, kinds=(kind,),
-                           exclude={exclude} if exclude else None, query_vector=query_vector)
-        out = []
-        top = ranked.hits[:20]
-        bodies: dict[int, str] = {}
-        if any(h.dense is None for h in top):
-            with self.store.read() as repo:
-                c = t.search_docs.c
-                bodies = dict(repo.conn.execute(select(c.rid, c.body).where(
-                    c.rid.in_([h.rid for h in top]))).all())
-        for hit in top:
-            if hit.dense is not None:
-                score = hit.dense
+        c = t.search_docs.c
+        with self.store.read() as repo:
+            conn = repo.conn
+            if query_vector is not None and self.vectors_ready:
+                rids, sims = self.store.vector_index.search(
+                    conn, query_vector, space=space, kinds=(kind,),
+                    model_id=self.embedder.model_id, limit=21, seq=DUPLICATE_SEQ)
+                scores = dict(zip(rids.tolist(), sims.tolist(), strict=True))
+                rows: Sequence[Any] = conn.execute(select(c.rid, c.entity_id, c.title).where(
+                    c.rid.in_(list(scores)))).all()
             else:
-                score = jaccard(text, f"{hit.row['title']}. {bodies.get(hit.rid, '')}")
-            out.append({"entity_id": hit.entity_id, "entity_type": kind,
-                        "title": hit.row["title"], "score": round(max(0.0, score), 4)})
+                hits = self.store.text_index.search(conn, text[:300], space=space,
+                                                    kinds=(kind,), limit=21) or {}
+                rows = conn.execute(select(c.rid, c.entity_id, c.title, c.body).where(
+                    c.rid.in_(list(hits)))).all()
+                scores = {r.rid: jaccard(text, f"{r.title}. {r.body}") for r in rows}
+        out = [{"entity_id": r.entity_id, "entity_type": kind, "title": r.title,
+                "score": round(max(0.0, scores[r.rid]), 4)}
+               for r in rows if r.entity_id != exclude]
         out.sort(key=lambda d: -d["score"])
-        return out
+        return out[:20]
 
     # --- background work ---------------------------------------------------------------------
 

@@ -9,7 +9,7 @@ from sqlalchemy import insert, select, update
 
 from ..domain.errors import NotFoundError, ValidationError
 from ..domain.uris import new_id, to_uri
-from ..search.service import DocSpec, Hit, SearchService
+from ..search.service import DUPLICATE_SEQ, DocSpec, Hit, SearchService, entry_spec
 from ..search.sessions import valid_session_id
 from ..search.snippets import DEFAULT_LEN, MAX_LEN, MIN_LEN, make_snippet, truncate
 from ..store import schema as t
@@ -149,11 +149,9 @@ class EntryService:
             body = row["playbook"] + (f"\n\n{row['context']}" if row.get("context") else "")
         else:
             body = (f"{row['summary']}\n\n" if row.get("summary") else "") + row["content"]
-        head = f"{row['title']}. {body[:1000]}"
-        return DocSpec(kind=kind, entity_id=row["id"], space=row["space"], title=row["title"],
-                       body=body, vector_texts=(head,), updated_at=row["updated_at"],
-                       category=row["category"], section=row.get("section"),
-                       author=row.get("author"))
+        return entry_spec(kind, row["id"], row["space"], row["title"], body,
+                          row["updated_at"], category=row["category"],
+                          section=row.get("section"), author=row.get("author"))
 
     def write_entry(self, request: Any, caller: Caller) -> dict[str, Any]:
         if not isinstance(request, dict):
@@ -211,7 +209,8 @@ class EntryService:
         vectors = self.search.embed_docs([spec])
         return self.search.duplicate_check(kind, space, values["title"], body, exclude,
                                            budget=self.duplicate_budget,
-                                           query_vector=None if vectors is None else vectors[0])
+                                           query_vector=None if vectors is None
+                                           else vectors[DUPLICATE_SEQ])
 
     # --- reads -------------------------------------------------------------------------------
 

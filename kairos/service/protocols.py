@@ -11,12 +11,12 @@ from typing import Any
 
 from sqlalchemy.exc import IntegrityError
 
-from ..domain import errors, markdown
+from ..domain import doctext, errors, markdown
 from ..domain.challenge import Challenge, from_issued
 from ..domain.engine import StepView
 from ..domain.errors import ConflictError, KairosError, NotFoundError, ValidationError
 from ..domain.uris import new_id, parse_uri, to_uri
-from ..search.service import DocSpec, SearchService
+from ..search.service import DUPLICATE_SEQ, DocSpec, SearchService
 from ..store.db import Store
 from ..store.repo import Repo, Row
 from .clock import now
@@ -70,22 +70,23 @@ _POW_PREFIX = re.compile(r"^\W*proof\s+of\s+work\W*:\W*", re.IGNORECASE | re.MUL
 
 def protocol_spec(protocol_id: str, space: str, draft: markdown.ProtocolDraft,
                   updated_at: str) -> DocSpec:
-    """What search sees of a protocol: its title, intro, step labels and step bodies (with
-    each challenge reduced to its command, tool or prompt)."""
-    parts = []
+    """What search sees of a protocol (``domain.doctext``): its title, its step labels, and
+    per step the body with each challenge reduced to its command, tool or prompt. The
+    intro joins the full text and the body column."""
+    contents = []
     for step in draft.steps:
-        body = _POW_PREFIX.sub("", _CHALLENGE_BLOCK.sub("", step.content))
+        body = " ".join(_POW_PREFIX.sub("", _CHALLENGE_BLOCK.sub("", step.content))
+                        .replace("`", " ").split())
         params = step.challenge.params
-        detail = params.get("cmd") or params.get("tool_name") or params.get("prompt") or ""
-        parts.append(f"{step.label}\n{body}\n{detail}".strip())
-    body = "\n\n".join([draft.intro, *parts]).strip()
-    summary = ". ".join([draft.title, *(s.label for s in draft.steps)])
-    if draft.intro:
-        summary = f"{summary}. {draft.intro}"
-    details = " ".join(" ".join(p.split("\n")[1:]) for p in parts)
+        detail = str(params.get("cmd") or params.get("tool_name") or params.get("prompt") or "")
+        contents.append(body if detail in body else f"{body} {detail}".strip())
+    doc = doctext.build_doc_text(draft.title, [s.label for s in draft.steps], contents)
+    intro = doctext.clean(draft.intro)
+    full = f"{doc.title}: {intro}; {doc.full[len(doc.title) + 2:]}" if intro else doc.full
     return DocSpec(
-        kind="protocol", entity_id=protocol_id, space=space, title=draft.title, body=body,
-        vector_texts=(f"{summary}. {details}"[:1200],), updated_at=updated_at)
+        kind="protocol", entity_id=protocol_id, space=space, title=draft.title,
+        labels=doc.labels, body="\n".join(filter(None, [intro, doc.contents])),
+        vector_texts=(doc.summary, full[:2000], *doc.steps), updated_at=updated_at)
 
 
 class ProtocolService:
@@ -169,7 +170,8 @@ class ProtocolService:
             check = self.search.duplicate_check(
                 "protocol", space, spec.title, spec.body,
                 existing["id"] if existing is not None else None,
-                query_vector=None if vectors is None else vectors[0])
+                query_vector=None if vectors is None
+                                           else vectors[DUPLICATE_SEQ])
             for dup in check["duplicates"]:
                 dup["uri"] = self._first_uri(repo, dup.pop("entity_id"))
                 dup["chain_label"] = dup.pop("title")

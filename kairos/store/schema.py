@@ -170,7 +170,7 @@ manuals = Table(
 # --- search index ----------------------------------------------------------------------------
 # One row per searchable record (a protocol, an experience, a manual). Full-text lives in
 # the dialect's own index (FTS5 on SQLite), keyed by ``rid``; vectors live in
-# ``search_vectors`` (several per document: the best one answers).
+# ``search_vectors`` (in ``seq`` order: summary, full text, then one per step).
 
 search_docs = Table(
     "search_docs", metadata,
@@ -180,7 +180,9 @@ search_docs = Table(
     Column("entity_id", String(36), nullable=False),
     Column("space", String(64), nullable=False),
     Column("title", Text, nullable=False),
+    Column("labels", Text, nullable=False, server_default=""),
     Column("body", Text, nullable=False),
+    Column("ntokens", Integer, nullable=False, server_default="0"),
     Column("category", String(64)),
     Column("section", String(16)),
     Column("author", Text),

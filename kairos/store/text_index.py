@@ -1,104 +1,136 @@
-"""Full-text indexes, one per dialect, behind the same three calls. Scores are raw BM25
-(higher is better); the search layer calibrates them."""
+"""Full-text indexes, one per dialect, behind the same calls. Both return the text
+evidence of ``domain.scoring``: FTS5's bm25() over (title, step labels, body) weighted
+``BM25_COLUMN_WEIGHTS``, divided by the largest value it could reach for the query. SQLite
+computes bm25() itself; PostgreSQL computes the same formula from its tsvectors (a
+weighted column per field), so a text score means the same on both."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
-from typing import Protocol
+from typing import ClassVar, Protocol
 
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
-_TOKEN = re.compile(r"\w+", re.UNICODE)
-# Words too common to carry evidence in a query (kept short on purpose: queries are short).
-QUERY_STOPWORDS = frozenset(
-    "a an and are as at be by for from how i in is it of on or that the this to was what "
-    "when where which who why will with you your me my do does can".split()
-)
-
-
-def query_terms(query: str) -> list[str]:
-    """Distinct lower-cased words of a query, stop words dropped (unless nothing is left)."""
-    words = [w.lower() for w in _TOKEN.findall(query)]
-    kept = [w for w in words if w not in QUERY_STOPWORDS] or words
-    return list(dict.fromkeys(kept))
-
-
-def fts5_match(terms: Sequence[str]) -> str:
-    """An FTS5 MATCH expression: any of the terms, each quoted so no term is an operator."""
-    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+from ..domain import scoring
+from ..domain.doctext import fts5_match, query_terms
 
 
 class TextIndex(Protocol):
-    def upsert(self, conn: Connection, rid: int, title: str, body: str) -> None: ...
+    def upsert(self, conn: Connection, rid: int, title: str, labels: str, body: str) -> None: ...
 
     def delete(self, conn: Connection, rids: Iterable[int]) -> None: ...
 
     def search(self, conn: Connection, query: str, *, space: str, kinds: Sequence[str],
-               limit: int) -> list[tuple[int, float]]: ...
+               limit: int, also: Sequence[int] = ()) -> dict[int, float] | None:
+        """Text evidence of the ``limit`` best documents and of the ``also`` documents that
+        match; None when the query has no indexable words."""
+        ...
+
+
+def _kinds(kinds: Sequence[str]) -> str:
+    return ", ".join(f"'{k}'" for k in kinds if k.isalpha()) or "''"
 
 
 class SqliteFts:
-    """FTS5 with bm25(); the title counts more than the body."""
+    """FTS5 with bm25(); document counts for the IDFs come from one MATCH count per term."""
 
-    TITLE_WEIGHT = 3.0
-    BODY_WEIGHT = 1.0
+    WEIGHTS = ", ".join(str(w) for w in scoring.BM25_COLUMN_WEIGHTS)
 
-    def upsert(self, conn: Connection, rid: int, title: str, body: str) -> None:
+    def upsert(self, conn: Connection, rid: int, title: str, labels: str, body: str) -> None:
         conn.execute(text("DELETE FROM search_fts WHERE rowid = :rid"), {"rid": rid})
-        conn.execute(text("INSERT INTO search_fts(rowid, title, body) VALUES (:rid, :t, :b)"),
-                     {"rid": rid, "t": title, "b": body})
+        conn.execute(text("INSERT INTO search_fts(rowid, title, labels, body) "
+                          "VALUES (:rid, :t, :l, :b)"),
+                     {"rid": rid, "t": title, "l": labels, "b": body})
 
     def delete(self, conn: Connection, rids: Iterable[int]) -> None:
         for rid in rids:
             conn.execute(text("DELETE FROM search_fts WHERE rowid = :rid"), {"rid": rid})
 
     def search(self, conn: Connection, query: str, *, space: str, kinds: Sequence[str],
-               limit: int) -> list[tuple[int, float]]:
+               limit: int, also: Sequence[int] = ()) -> dict[int, float] | None:
         terms = query_terms(query)
-        if not terms:
-            return []
-        kind_list = ", ".join(f"'{k}'" for k in kinds if k.isalpha())
-        sql = text(
-            f"SELECT d.rid, -bm25(search_fts, {self.TITLE_WEIGHT}, {self.BODY_WEIGHT}) AS s "
-            "FROM search_fts JOIN search_docs d ON d.rid = search_fts.rowid "
-            f"WHERE search_fts MATCH :q AND d.space = :space AND d.kind IN ({kind_list}) "
-            "ORDER BY s DESC LIMIT :limit")
-        rows = conn.execute(sql, {"q": fts5_match(terms), "space": space, "limit": limit})
-        return [(int(r[0]), float(r[1])) for r in rows]
-
-
-_PG_TERM = re.compile(r"[^\w]+", re.UNICODE)
-
-
-def pg_tsquery(terms: Sequence[str]) -> str:
-    """A to_tsquery expression ORing the terms; every term reduced to word characters so
-    no user input is ever an operator."""
-    cleaned = [w for t in terms for w in _PG_TERM.split(t) if w]
-    return " | ".join(dict.fromkeys(cleaned))
+        match = fts5_match(terms)
+        if match is None:
+            return None
+        n_rows = conn.execute(text("SELECT count(*) FROM search_docs")).scalar_one()
+        count = text("SELECT count(*) FROM search_fts WHERE search_fts MATCH :q")
+        ceiling = scoring.bm25_ceiling(
+            scoring.fts5_idf(n_rows, conn.execute(count, {"q": fts5_match([term])}).scalar_one())
+            for term in terms)
+        base = (f"SELECT search_fts.rowid, bm25(search_fts, {self.WEIGHTS}) AS s "
+                "FROM search_fts JOIN search_docs d ON d.rid = search_fts.rowid "
+                f"WHERE search_fts MATCH :q AND d.space = :space AND d.kind IN ({_kinds(kinds)})")
+        params = {"q": match, "space": space}
+        rows = list(conn.execute(text(base + " ORDER BY s LIMIT :limit"),
+                                 {**params, "limit": limit}))
+        seen = {r[0] for r in rows}
+        extra = [int(r) for r in also if r not in seen]
+        if extra:
+            rows += conn.execute(text(base + f" AND search_fts.rowid IN "
+                                      f"({', '.join(str(r) for r in extra)})"), params).all()
+        return {int(rid): float(scoring.text_evidence(bm25, ceiling)) for rid, bm25 in rows}
 
 
 class PgFts:
-    """PostgreSQL full text: a generated, weighted ``tsv`` column (title A, body B) with a
-    GIN index, ranked by ts_rank_cd. Nothing to write: the column follows the row."""
+    """PostgreSQL full text: a generated ``tsv`` column (title A, labels B, body C) with a
+    GIN index picks the candidates; their bm25 comes from the weights of the query's
+    lexemes in ``tsv`` and the documents' token counts. Nothing to write: the column
+    follows the row."""
 
-    def upsert(self, conn: Connection, rid: int, title: str, body: str) -> None:
+    WEIGHTS: ClassVar[dict[str, float]] = dict(zip("ABC", scoring.BM25_COLUMN_WEIGHTS,
+                                                   strict=True))
+
+    def upsert(self, conn: Connection, rid: int, title: str, labels: str, body: str) -> None:
         return None
 
     def delete(self, conn: Connection, rids: Iterable[int]) -> None:
         return None
 
     def search(self, conn: Connection, query: str, *, space: str, kinds: Sequence[str],
-               limit: int) -> list[tuple[int, float]]:
-        expr = pg_tsquery(query_terms(query))
-        if not expr:
-            return []
-        kind_list = ", ".join(f"'{k}'" for k in kinds if k.isalpha())
-        sql = text(
-            "SELECT d.rid, ts_rank_cd(d.tsv, q) AS s "
-            "FROM search_docs d, to_tsquery('english', :q) q "
-            f"WHERE d.tsv @@ q AND d.space = :space AND d.kind IN ({kind_list}) "
-            "ORDER BY s DESC LIMIT :limit")
-        rows = conn.execute(sql, {"q": expr, "space": space, "limit": limit})
-        return [(int(r[0]), float(r[1])) for r in rows]
+               limit: int, also: Sequence[int] = ()) -> dict[int, float] | None:
+        terms = query_terms(query)
+        if not terms:
+            return None
+        # Each term's lexeme (none for an English stop word) and its document count.
+        lexemes: dict[str, str] = {}
+        for term in terms:
+            lex = conn.execute(text("SELECT lexeme FROM unnest(to_tsvector('english', :t)) "
+                                    "LIMIT 1"), {"t": term}).scalar()
+            if lex is not None:
+                lexemes.setdefault(str(lex), term)
+        if not lexemes:
+            return {}
+        lex_list = list(lexemes)
+        any_q = " | ".join("'" + lex.replace("'", "''") + "'" for lex in lex_list)
+        counts = ", ".join(f"count(*) FILTER (WHERE tsv @@ CAST(:l{i} AS tsquery))"
+                           for i in range(len(lex_list)))
+        quoted = {f"l{i}": "'" + lex.replace("'", "''") + "'" for i, lex in enumerate(lex_list)}
+        stats = conn.execute(text(
+            "SELECT (SELECT count(*) FROM search_docs), "
+            "(SELECT coalesce(avg(ntokens), 0) FROM search_docs), " + counts +
+            " FROM search_docs WHERE tsv @@ CAST(:any AS tsquery)"),
+            {"any": any_q, **quoted}).one()
+        n_rows, avg_len = int(stats[0]), float(stats[1])
+        idf = {lex: scoring.fts5_idf(n_rows, int(n)) for lex, n in zip(lex_list, stats[2:],
+                                                                         strict=True)}
+        ceiling = scoring.bm25_ceiling(idf.values())
+        top = [int(r[0]) for r in conn.execute(text(
+            "SELECT rid FROM search_docs WHERE tsv @@ CAST(:any AS tsquery) "
+            f"AND space = :space AND kind IN ({_kinds(kinds)}) "
+            "ORDER BY ts_rank(tsv, CAST(:any AS tsquery)) DESC LIMIT :limit"),
+            {"any": any_q, "space": space, "limit": limit})]
+        rids = list(dict.fromkeys([*top, *also]))
+        bm25: dict[int, float] = {}
+        lengths: dict[int, int] = {}
+        for rid, ntokens, lex, weights in conn.execute(text(
+                "SELECT d.rid, d.ntokens, u.lexeme, u.weights FROM search_docs d, "
+                "unnest(d.tsv) u WHERE d.rid = ANY(:rids) AND u.lexeme = ANY(:lex) "
+                f"AND d.space = :space AND d.kind IN ({_kinds(kinds)})"),
+                {"rids": rids, "lex": lex_list, "space": space}):
+            tf = sum(self.WEIGHTS.get(str(w), 1.0) for w in weights)
+            lengths[int(rid)] = int(ntokens)
+            bm25[int(rid)] = bm25.get(int(rid), 0.0) + scoring.bm25_term(
+                idf[str(lex)], tf, int(ntokens), avg_len)
+        return {rid: float(scoring.text_evidence(-score, ceiling))
+                for rid, score in bm25.items()}

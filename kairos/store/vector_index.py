@@ -1,6 +1,11 @@
-"""Vector indexes. On SQLite: exact search in process over a cache of the stored vectors,
-kept coherent by a version counter in ``index_meta`` (bumped by every write, checked by
-every search) so a write by another process is never missed."""
+"""Vector indexes. A document has several vectors in ``seq`` order (summary, full text, one
+per step); a search scores it by ``domain.scoring.dense_of`` of their cosines, or, with
+``seq``, by the cosine of that one vector (like compared with like, for duplicates).
+
+On SQLite: exact search in process over a cache of the stored vectors, kept coherent by a
+version counter in ``index_meta`` (bumped by every write, checked by every search) so a
+write by another process is never missed. On PostgreSQL: pgvector's HNSW finds the nearest
+vectors, and the candidates' cosines are computed in the database."""
 
 from __future__ import annotations
 
@@ -12,6 +17,7 @@ import numpy as np
 from sqlalchemy import delete, insert, select, text, update
 from sqlalchemy.engine import Connection
 
+from ..domain import scoring
 from . import schema as t
 
 
@@ -30,11 +36,22 @@ class VectorIndex(Protocol):
     def rollback(self, conn: Connection) -> None: ...
 
     def search(self, conn: Connection, query: np.ndarray, *, space: str,
-               kinds: Sequence[str], model_id: str, limit: int
-               ) -> tuple[np.ndarray, np.ndarray]: ...
+               kinds: Sequence[str], model_id: str, limit: int, seq: int | None = None
+               ) -> tuple[np.ndarray, np.ndarray]:
+        """(rids, scores) of the ``limit`` best documents, best first."""
+        ...
 
     def scores(self, conn: Connection, query: np.ndarray, rids: Sequence[int], *,
-               model_id: str) -> dict[int, float]: ...
+               model_id: str, seq: int | None = None) -> dict[int, float]:
+        """The score of each given document that has vectors of ``model_id``."""
+        ...
+
+
+def _combine(cosines: np.ndarray, seq: int | None) -> float:
+    """A document's score from its cosines in seq order."""
+    if seq is None:
+        return scoring.dense_of(cosines)
+    return float(cosines[min(seq, len(cosines) - 1)])
 
 
 def _version(conn: Connection) -> int:
@@ -58,7 +75,8 @@ class MemoryVectorIndex:
         self._version: int | None = None
         self._model_id: str | None = None
         self._rows: dict[tuple[str, str], dict[int, np.ndarray]] = {}
-        self._stacked: dict[tuple[str, str], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._stacked: dict[tuple[str, str],
+                            tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
 
     # --- writes (inside the caller's transaction) --------------------------------------------
 
@@ -136,8 +154,10 @@ class MemoryVectorIndex:
         self._stacked = {}
         self._version, self._model_id = version, model_id
 
-    def _matrix(self, key: tuple[str, str]) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-        """(rids, start row of each rid, matrix): a rid's vectors are contiguous rows."""
+    def _matrix(self, key: tuple[str, str]
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+        """(rids, start row of each rid, matrix, rows of each rid): a rid's vectors are
+        contiguous rows of the matrix."""
         stacked = self._stacked.get(key)
         if stacked is None:
             rows = self._rows.get(key)
@@ -146,35 +166,40 @@ class MemoryVectorIndex:
             sizes = np.array([len(m) for m in rows.values()], dtype=np.int64)
             starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
             stacked = (np.fromiter(rows.keys(), dtype=np.int64, count=len(rows)), starts,
-                       np.vstack(list(rows.values())))
+                       np.vstack(list(rows.values())), sizes)
             self._stacked[key] = stacked
         return stacked
 
     def search(self, conn: Connection, query: np.ndarray, *, space: str,
-               kinds: Sequence[str], model_id: str, limit: int
+               kinds: Sequence[str], model_id: str, limit: int, seq: int | None = None
                ) -> tuple[np.ndarray, np.ndarray]:
-        """(rids, best cosine per rid) of the ``limit`` best documents, best first."""
         with self._lock:
             self._load(conn, model_id)
             parts = [m for k in kinds if (m := self._matrix((space, k))) is not None]
         if not parts:
             return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
         rids = np.concatenate([p[0] for p in parts])
-        best = np.concatenate([np.maximum.reduceat(p[2] @ query, p[1]) for p in parts])
+        best = np.concatenate([self._score(p[2] @ query, p[1], p[3], seq) for p in parts])
         if len(best) > limit:
             top = np.argpartition(-best, limit)[:limit]
             rids, best = rids[top], best[top]
         order = np.argsort(-best, kind="stable")
         return rids[order], best[order]
 
+    @staticmethod
+    def _score(cosines: np.ndarray, starts: np.ndarray, sizes: np.ndarray,
+               seq: int | None) -> np.ndarray:
+        if seq is None:
+            return scoring.dense_segments(cosines, starts, sizes)
+        return cosines[starts + np.minimum(seq, sizes - 1)]
+
     def scores(self, conn: Connection, query: np.ndarray, rids: Sequence[int], *,
-               model_id: str) -> dict[int, float]:
-        """The best cosine of each given document that has vectors of ``model_id``."""
+               model_id: str, seq: int | None = None) -> dict[int, float]:
         with self._lock:
             self._load(conn, model_id)
             found = {rid: m for rows in self._rows.values() for rid in rids
                      if (m := rows.get(rid)) is not None}
-        return {rid: float(np.max(m @ query)) for rid, m in found.items()}
+        return {rid: _combine(m @ query, seq) for rid, m in found.items()}
 
 
 def _literal(vector: np.ndarray) -> str:
@@ -219,32 +244,39 @@ class PgVectorIndex:
             f"WHERE dim = {int(dim)}"))
 
     def search(self, conn: Connection, query: np.ndarray, *, space: str,
-               kinds: Sequence[str], model_id: str, limit: int
+               kinds: Sequence[str], model_id: str, limit: int, seq: int | None = None
                ) -> tuple[np.ndarray, np.ndarray]:
+        """The documents of the nearest vectors (HNSW), then ranked by their score."""
         dim = len(query)
-        kind_list = ", ".join(f"'{k}'" for k in kinds if k.isalpha())
+        kind_list = ", ".join(f"'{k}'" for k in kinds if k.isalpha()) or "''"
+        seq_filter = "" if seq is None else f"AND v.seq = {int(seq)} "
+        # HNSW returns at most ef_search rows before the filters: ask for enough of them.
+        conn.execute(text(f"SET LOCAL hnsw.ef_search = {min(1000, max(40, limit * 4))}"))
         rows = conn.execute(text(
-            f"SELECT v.rid, 1 - (v.embedding::vector({dim}) <=> CAST(:q AS vector({dim}))) "
+            "SELECT DISTINCT v.rid FROM (SELECT v.rid "
             "FROM search_vectors v JOIN search_docs d ON d.rid = v.rid "
             f"WHERE v.dim = {dim} AND v.model_id = :model AND d.space = :space "
-            f"AND d.kind IN ({kind_list}) "
-            f"ORDER BY v.embedding::vector({dim}) <=> CAST(:q AS vector({dim})) LIMIT :limit"),
+            f"AND d.kind IN ({kind_list}) {seq_filter}"
+            f"ORDER BY v.embedding::vector({dim}) <=> CAST(:q AS vector({dim})) "
+            "LIMIT :limit) v"),
             {"q": _literal(query), "model": model_id, "space": space, "limit": limit * 4})
-        best: dict[int, float] = {}
-        for rid, cos in rows:
-            best[int(rid)] = max(best.get(int(rid), -1.0), float(cos))
-        ordered = sorted(best.items(), key=lambda kv: -kv[1])[:limit]
+        found = self.scores(conn, query, [int(r[0]) for r in rows], model_id=model_id, seq=seq)
+        ordered = sorted(found.items(), key=lambda kv: -kv[1])[:limit]
         return (np.array([r for r, _ in ordered], dtype=np.int64),
                 np.array([c for _, c in ordered], dtype=np.float32))
 
     def scores(self, conn: Connection, query: np.ndarray, rids: Sequence[int], *,
-               model_id: str) -> dict[int, float]:
+               model_id: str, seq: int | None = None) -> dict[int, float]:
         if not rids:
             return {}
         dim = len(query)
         rows = conn.execute(text(
-            f"SELECT rid, MAX(1 - (embedding::vector({dim}) <=> CAST(:q AS vector({dim})))) "
+            f"SELECT rid, seq, 1 - (embedding::vector({dim}) <=> CAST(:q AS vector({dim}))) "
             f"FROM search_vectors WHERE dim = {dim} AND model_id = :model "
-            "AND rid = ANY(:rids) GROUP BY rid"),
+            "AND rid = ANY(:rids) ORDER BY rid, seq"),
             {"q": _literal(query), "model": model_id, "rids": list(rids)})
-        return {int(r): float(c) for r, c in rows}
+        cosines: dict[int, list[float]] = {}
+        for rid, _, cos in rows:
+            cosines.setdefault(int(rid), []).append(float(cos))
+        return {rid: _combine(np.asarray(c, dtype=np.float32), seq)
+                for rid, c in cosines.items()}

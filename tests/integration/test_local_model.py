@@ -14,13 +14,6 @@ from tests.conftest import make_kairos
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture(scope="session")
-def model() -> LocalEmbedder:
-    embedder = LocalEmbedder()
-    assert embedder.wait(120), embedder.state
-    return embedder
-
-
 @pytest.fixture
 def k(home: Path, model: LocalEmbedder) -> Iterator[Kairos]:
     service = make_kairos(home, model)

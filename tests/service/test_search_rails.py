@@ -10,31 +10,9 @@ import numpy as np
 import pytest
 
 from kairos.domain.errors import KairosError
-from kairos.search import ranking
 from kairos.search.embedders import EmbedderUnavailable, OpenAIEmbedder, make_embedder
 from kairos.service import Caller, Kairos
 from tests.conftest import make_kairos
-
-
-def test_outcome_boost_is_small_bounded_and_needs_three_runs() -> None:
-    assert ranking.with_outcomes(0.5, 2, 0) == 0.5
-    assert ranking.with_outcomes(0.5, 0, 2) == 0.5
-    assert 0.5 < ranking.with_outcomes(0.5, 3, 0) <= 0.55
-    assert 0.45 <= ranking.with_outcomes(0.5, 0, 3) < 0.5
-    assert ranking.with_outcomes(0.5, 100, 0) == pytest.approx(0.55)
-    assert ranking.with_outcomes(0.99, 100, 0) == 1.0
-    assert ranking.with_outcomes(0.01, 0, 100) == 0.0
-    assert ranking.with_outcomes(0.5, 50, 50) == 0.5
-
-
-@pytest.mark.parametrize("cosine", [-1.0, 0.0, 0.3, 0.42, 0.7, 1.0])
-@pytest.mark.parametrize("text", [0.0, 0.4, 0.85])
-def test_fused_scores_stay_in_range_and_grow_with_evidence(cosine: float, text: float) -> None:
-    score = ranking.fuse(cosine, text)
-    assert 0.0 <= score <= 1.0
-    assert ranking.fuse(min(1.0, cosine + 0.1), text) >= score
-    assert ranking.fuse(cosine, min(0.85, text + 0.1)) >= score
-    assert 0.0 <= ranking.fuse(None, text) <= 1.0
 
 
 def test_successful_protocols_rank_a_little_higher(home: Path) -> None:
@@ -42,7 +20,7 @@ def test_successful_protocols_rank_a_little_higher(home: Path) -> None:
     docs = {name: kairos.mint(f"# Restart the {name} service\n\n## Restart\n\nRestart the "
                               f"service with systemctl ({name}).\n")["items"][0]["uri"]
             for name in ("alpha", "bravo")}
-    query = "restart the service safely tonight"
+    query = "how do I restart the service with systemctl?"
     before = {c["uri"]: c["score"] for c in kairos.search(query)["choices"]
               if c["role"] == "match"}
     for i in range(4):

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from kairos.domain.errors import KairosError
+from kairos.search.embedders import LocalEmbedder
 from kairos.service import Kairos
 from tests.conftest import make_kairos
 from tests.fakes import HashEmbedder
@@ -29,7 +30,9 @@ GIT = {"entity_type": "experience", "category": "coding",
 
 
 @pytest.fixture
-def k(kairos: Kairos) -> Kairos:
+def k(home: Path, model: LocalEmbedder) -> Kairos:
+    """Three entries in a store searched with the real local model."""
+    kairos = make_kairos(home, model)
     for entry in (VAULT, KAFKA, GIT):
         kairos.write_entry(dict(entry))
     return kairos
@@ -49,7 +52,7 @@ def test_results_carry_every_field_of_the_schema(k: Kairos) -> None:
                           "reason", "provider", "degraded", "hint", "heading", "snippet",
                           "author", "updated_at"}
     assert first["title"] == VAULT["title"] and first["rank"] == 1
-    assert 0.5 <= first["score"] <= 1 and first["provider"] == "fake"
+    assert 0.5 <= first["score"] <= 1 and first["provider"] == "local"
     assert response["search_mode"] == "hybrid" and response["degraded"] is False
     assert "playbook" not in first  # full bodies only when asked for
     assert response["count"] == len(response["results"])
@@ -84,7 +87,8 @@ def test_fields_are_additive_and_return_full_bodies(k: Kairos) -> None:
 
 
 def test_snippet_len_and_best_sentences(k: Kairos) -> None:
-    response = k.search_entries({"query": "restart workers rotation", "snippet_len": 80})
+    response = k.search_entries({"query": "restart the workers after a password rotation",
+                                 "snippet_len": 80})
     snippet = response["results"][0]["snippet"]
     assert len(snippet) <= 80 and "Restart the workers" in snippet
     for bad in (79, 641, "300"):
@@ -293,7 +297,7 @@ def test_duplicate_check_timeout_still_writes_with_a_warning(
 def test_update_entry_revalidates_and_reindexes(k: Kairos) -> None:
     entry_id = k.search_entries({"query": "kafka broker"})["results"][0]["entity_id"]
     k.update_entry({"entity_id": entry_id, "updates": {"content": "Zookeeper quorum checks."}})
-    found = k.search_entries({"query": "zookeeper quorum"})
+    found = k.search_entries({"query": "check the zookeeper quorum"})
     assert found["results"][0]["entity_id"] == entry_id
     with pytest.raises(KairosError) as info:
         k.update_entry({"entity_id": entry_id, "updates": {"category": "nope"}})

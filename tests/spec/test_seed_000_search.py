@@ -50,8 +50,12 @@ DETAILS = {
 
 @pytest.fixture(params=["vectors", "text"])
 def k(request: pytest.FixtureRequest, home: Path) -> Iterator[Kairos]:
-    env = {"KAIROS_EMBEDDER": "none"} if request.param == "text" else {}
-    service = make_kairos(home, **env)
+    """The scenarios with the real local model (scores calibrated on its cosines) and
+    with text only."""
+    if request.param == "text":
+        service = make_kairos(home, KAIROS_EMBEDDER="none")
+    else:
+        service = make_kairos(home, request.getfixturevalue("model"))
     yield service
     service.close()
 

@@ -1,0 +1,222 @@
+"""One calibrated relevance score in [0, 1] from dense and full-text evidence.
+
+Evidence:
+
+* **dense**: a weighted mean of MiniLM cosines between the query and a protocol's vectors
+  (see ``doctext``): the summary, the full text, the best-matching step and the first step.
+  A mean of cosines is still a cosine-like number in [-1, 1].
+* **text**: SQLite FTS5 ``bm25()`` over the three columns of ``doctext`` divided by the
+  largest value bm25 could reach for that query (every term saturated):
+  ``sum(idf(t) * (k1 + 1))``. Raw bm25 grows with the number and rarity of query words and
+  with the corpus; the ratio is a share of the query's information found in the document,
+  in [0, 1), comparable across queries and stores. Words the store has never seen count in
+  the ceiling with the largest IDF, so gibberish in a query lowers every text score.
+
+Calibration, per mode (both evidences, vectors only, text only), with the mode's evidence
+``z`` (hybrid: ``dense + 0.2 * text``; vector: ``dense``; text: ``text``)::
+
+    score = sigmoid(a * (z - z_star) + logit(MATCH_THRESHOLD))
+
+Both constants are fitted on the tldr benchmark (``bench/fit_scoring.py``):
+
+* ``z_star``, the match boundary, is the evidence that the best candidate of at most 1 in 8
+  off-topic queries reaches. So 0.30 means the same in every mode: "as strong as an
+  accidental match gets"; right answers clear it (99 % of those ranked in the top 5 in the
+  hybrid mode) and gibberish or off-topic queries stay below.
+* ``a`` is the maximum-likelihood slope for "the top-ranked candidate is the right page"
+  under that pin. Above about 0.5 a score reads as the chance that the protocol is the one
+  asked for (on tldr, top-1 candidates scored 0.55 / 0.65 / 0.75 were right 49 / 68 / 83 %
+  of the time); between 0.30 and 0.50 it overstates that chance (about 15-30 %), which is
+  the price of a threshold that lets right answers through in a store full of
+  near-duplicates.
+
+Outcomes of attested runs move a score a little (``outcome_boost``), never across the
+match threshold (``apply_outcome_boost``): outcomes reorder matches, they do not create or
+hide them.
+
+Pure functions, no I/O.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TypeVar
+
+import numpy as np
+
+__all__ = [
+    "BM25_B",
+    "BM25_COLUMN_WEIGHTS",
+    "BM25_K1",
+    "DENSE_WEIGHTS",
+    "HYBRID",
+    "MATCH_THRESHOLD",
+    "MAX_OUTCOME_BOOST",
+    "MIN_RUNS",
+    "OUTCOME_PRIOR_RUNS",
+    "TEXT_ONLY",
+    "VECTOR_ONLY",
+    "Calibration",
+    "apply_outcome_boost",
+    "bm25_ceiling",
+    "bm25_term",
+    "calibrated_score",
+    "dense_evidence",
+    "dense_of",
+    "dense_segments",
+    "fts5_idf",
+    "outcome_boost",
+    "text_evidence",
+]
+
+Num = TypeVar("Num", float, np.ndarray)
+
+#: FTS5's bm25() constants (fixed in SQLite's fts5_aux.c, not configurable).
+BM25_K1 = 1.2
+BM25_B = 0.75
+#: bm25() column weights for (title, step labels, step contents). The title counts most; step
+#: contents (commands, long bodies) least. Recall moved by under 0.01 across the weights tried.
+BM25_COLUMN_WEIGHTS = (3.0, 2.0, 1.0)
+
+#: Weights of (summary, full, best step, first step) cosines in the dense evidence, searched
+#: for recall@1 + recall@5 on the benchmark (two-fold: 0.512/0.743 and 0.523/0.765).
+DENSE_WEIGHTS = (0.35, 0.35, 0.20, 0.10)
+
+#: Products show protocols scoring at least this as matches (DESIGN.md §3 rule 8).
+MATCH_THRESHOLD = 0.30
+
+#: Outcome boost: at most this much either way, nothing before MIN_RUNS attested runs, and
+#: OUTCOME_PRIOR_RUNS imaginary neutral runs so that a short record moves a score less.
+MAX_OUTCOME_BOOST = 0.05
+MIN_RUNS = 3
+OUTCOME_PRIOR_RUNS = 5
+
+
+@dataclass(frozen=True, slots=True)
+class Calibration:
+    """Logistic calibration ``sigmoid(dense * self.dense + text * self.text + self.bias)``."""
+
+    dense: float
+    text: float
+    bias: float
+
+    def logit(self, dense: float, text: float) -> float:
+        return self.dense * dense + self.text * text + self.bias
+
+
+#: Fitted by bench/fit_scoring.py on the tldr benchmark (see module docstring). The hybrid
+#: text/dense ratio (0.2) was chosen for ranking; the boundaries are z* = 0.355 (hybrid and
+#: vector) and 0.215 (text).
+HYBRID = Calibration(dense=3.390, text=0.678, bias=-2.051)
+VECTOR_ONLY = Calibration(dense=4.390, text=0.0, bias=-2.406)
+TEXT_ONLY = Calibration(dense=0.0, text=2.280, bias=-1.337)
+
+
+def fts5_idf(n_rows: int, n_hits: int) -> float:
+    """IDF exactly as FTS5's bm25() computes it, including its floor for common terms."""
+    idf = math.log((n_rows - n_hits + 0.5) / (n_hits + 0.5))
+    return idf if idf > 0.0 else 1e-6
+
+
+def bm25_ceiling(idfs: Iterable[float]) -> float:
+    """The supremum of FTS5 bm25() for a query whose terms have these IDFs."""
+    return sum(idfs) * (BM25_K1 + 1.0)
+
+
+def text_evidence(bm25: Num, ceiling: float) -> Num:
+    """bm25() as FTS5 returns it (negative: smaller is better) scaled into [0, 1]."""
+    if ceiling <= 0.0:
+        return np.abs(bm25) * 0.0
+    return np.minimum(np.abs(bm25) / ceiling, 1.0)
+
+
+def dense_evidence(summary: Num, full: Num, best_step: Num, first_step: Num) -> Num:
+    """Weighted mean of a protocol's cosines with the query (``DENSE_WEIGHTS``).
+
+    The summary and full-text vectors see the whole procedure; the best step catches a
+    query that names one thing the procedure does; the first step usually says what the
+    procedure is for. Together they beat the best single vector by about 2 points of recall@1.
+    """
+    ws, wf, wb, w1 = DENSE_WEIGHTS
+    return ws * summary + wf * full + wb * best_step + w1 * first_step
+
+
+def dense_of(cosines: np.ndarray) -> float:
+    """``dense_evidence`` of one document from its cosines in vector order (summary, full,
+    step 1, step 2, ...). A document with fewer vectors reuses its last one."""
+    c = np.asarray(cosines, dtype=np.float32)
+    n = len(c)
+    if n == 0:
+        return 0.0
+    return float(dense_evidence(c[0], c[min(1, n - 1)], c[min(2, n - 1):].max(),
+                                c[min(2, n - 1)]))
+
+
+def dense_segments(cosines: np.ndarray, starts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """``dense_of`` for many documents at once: ``cosines`` holds every vector's cosine,
+    each document's contiguous from ``starts`` with ``sizes`` rows (all sizes >= 1)."""
+    full = starts + np.minimum(1, sizes - 1)
+    steps = starts + np.minimum(2, sizes - 1)
+    best = np.maximum.reduceat(cosines, steps)
+    return dense_evidence(cosines[starts], cosines[full], best, cosines[steps])
+
+
+def bm25_term(idf: float, weighted_tf: float, doc_len: float, avg_len: float) -> float:
+    """One term's share of FTS5's bm25(): ``weighted_tf`` is the column-weighted term count
+    (``BM25_COLUMN_WEIGHTS``), ``doc_len`` the document's tokens. PostgreSQL uses it to
+    compute the same text evidence from its tsvectors as SQLite gets from FTS5."""
+    if weighted_tf <= 0.0:
+        return 0.0
+    norm = 1.0 - BM25_B + BM25_B * (doc_len / avg_len if avg_len > 0 else 1.0)
+    return idf * weighted_tf * (BM25_K1 + 1.0) / (weighted_tf + BM25_K1 * norm)
+
+
+def _sigmoid(x: float) -> float:
+    if x >= 0:
+        return 1.0 / (1.0 + math.exp(-x))
+    e = math.exp(x)
+    return e / (1.0 + e)
+
+
+def calibrated_score(dense: float | None, text: float | None) -> float:
+    """The score in [0, 1] from whatever evidence served the query.
+
+    ``dense`` is ``dense_evidence`` (None when vectors were unavailable); ``text`` is
+    ``text_evidence`` (None when the query had no indexable words, 0.0 when it had some
+    and none matched this protocol). With neither, the score is 0.
+    """
+    if dense is not None and text is not None:
+        return _sigmoid(HYBRID.logit(dense, text))
+    if dense is not None:
+        return _sigmoid(VECTOR_ONLY.logit(dense, 0.0))
+    if text is not None:
+        return _sigmoid(TEXT_ONLY.logit(0.0, text))
+    return 0.0
+
+
+def outcome_boost(successes: int, failures: int) -> float:
+    """A bounded nudge from attested outcomes, in (-MAX_OUTCOME_BOOST, MAX_OUTCOME_BOOST).
+
+    ``MAX * (s - f) / (s + f + OUTCOME_PRIOR_RUNS)``, and 0 before ``MIN_RUNS`` runs: one
+    lucky or unlucky run says little, and a long record approaches the bound without ever
+    reaching it. From three runs on it rises with every success and falls with every
+    failure.
+    """
+    s, f = max(0, successes), max(0, failures)
+    if s + f < MIN_RUNS:
+        return 0.0
+    return MAX_OUTCOME_BOOST * (s - f) / (s + f + OUTCOME_PRIOR_RUNS)
+
+
+def apply_outcome_boost(score: float, boost: float) -> float:
+    """``score + boost`` for a match, kept within [MATCH_THRESHOLD, 1].
+
+    A score below the threshold is returned unchanged: a record of successes must not turn
+    an unrelated protocol into a match, nor failures hide a relevant one.
+    """
+    if score < MATCH_THRESHOLD:
+        return score
+    return min(1.0, max(MATCH_THRESHOLD, score + boost))
+
