@@ -147,7 +147,8 @@ class PrimedEmbedder:
 
     def prime(self, texts: Sequence[str], progress: Progress, label: str,
               batch: int = 64) -> None:
-        todo = sorted({t for t in texts if t not in self.cache})
+        # By length, so that a batch pads its texts to about the same length.
+        todo = sorted({t for t in texts if t not in self.cache}, key=lambda t: (len(t), t))
         task = progress.add_task(label, total=len(todo), rate="")
         for i in range(0, len(todo), batch):
             chunk = todo[i:i + batch]
@@ -165,15 +166,15 @@ class PrimedEmbedder:
         return np.stack([self.cache[t] for t in texts])
 
 
-def protocol_vector_text(item: Item) -> str:
-    return protocol_spec("", "default", markdown.parse(item.markdown)[0], "").vector_texts[0]
+def protocol_vector_texts(item: Item) -> tuple[str, ...]:
+    return protocol_spec("", "default", markdown.parse(item.markdown)[0], "").vector_texts
 
 
-def manual_vector_text(item: Item) -> str:
+def manual_vector_texts(item: Item) -> tuple[str, ...]:
     entry = {k: v.strip() if isinstance(v, str) else v
              for k, v in manual_entry(item.page).items()}
     return EntryService._spec("manual", {"id": "", "space": "default", "updated_at": "",
-                                         **entry}).vector_texts[0]
+                                         **entry}).vector_texts
 
 
 def progress_bar(console: Console) -> Progress:
@@ -210,18 +211,18 @@ def build(kind: str, items: list[Item], sizes: Sequence[int], root: Path,
     if kind == "protocol":
         def write(k: Kairos, item: Item) -> str:
             return str(k.mint(item.markdown, force_update=True)["items"][0]["uri"])
-        text_of = protocol_vector_text
+        texts_of = protocol_vector_texts
     else:
         def write(k: Kairos, item: Item) -> str:
             return str(k.write_entry(manual_entry(item.page))["entity_id"])
-        text_of = manual_vector_text
+        texts_of = manual_vector_texts
     sizes = sorted(sizes)
     work = root / f"build-{kind}{'-pg' if database_url else ''}"
     corpora: dict[int, Corpus] = {}
     measured: dict[int, Any] = {}
     uris: dict[str, int] = {}
     with progress_bar(console) as progress:
-        embedder.prime([text_of(it) for it in items[:sizes[-1]]], progress,
+        embedder.prime([t for it in items[:sizes[-1]] for t in texts_of(it)], progress,
                        f"embedding {kind} texts (batches of 64)")
         k = open_kairos(work, embedder, database_url)
         task = progress.add_task(f"writing {kind}s", total=sizes[-1], rate="")

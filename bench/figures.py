@@ -163,10 +163,12 @@ class Quality:
     def measure(self, corpus: Corpus, qs: list[tuple[int, str]]) -> dict[str, Any]:
         k = open_kairos(corpus.home, self.model)
         try:
-            kairos_ranks = []
+            kairos_ranks, latency = [], []
             for i, q in qs:
-                found = [corpus.uris.get(c["uri"]) for c in k.search(q)["choices"]
-                         if c["role"] == "match"]
+                started = time.perf_counter()
+                choices = k.search(q)["choices"]
+                latency.append(time.perf_counter() - started)
+                found = [corpus.uris.get(c["uri"]) for c in choices if c["role"] == "match"]
                 kairos_ranks.append(found.index(i) + 1 if i in found else None)
         finally:
             k.close()
@@ -182,7 +184,7 @@ class Quality:
         return {"queries": len(qs), "documents": len(docs), "methods": {
             "BM25 (k1=1.5, b=0.75, stop words)": metrics(bm25_ranks),
             "all-MiniLM-L6-v2 cosine": metrics(mini_ranks),
-            "KAIROS kairos_search": metrics(kairos_ranks)}}
+            "KAIROS kairos_search": metrics(kairos_ranks)}, "search_ms": stats(latency)}
 
 
 # --- runs ------------------------------------------------------------------------------------

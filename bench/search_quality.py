@@ -1,7 +1,7 @@
 """Retrieval quality on the tldr "describe → find" task, end to end through kairos_search,
 beside BM25 and MiniLM baselines computed in the same run.
 
-    python bench/search_quality.py [--limit N] [--embedder local|none]
+    python bench/search_quality.py [--limit N]
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ import argparse
 import json
 import math
 import re
+import shutil
 import sys
 import tempfile
 import time
@@ -18,17 +19,14 @@ from pathlib import Path
 
 import numpy as np
 from rich.console import Console
-from rich.progress import Progress
 from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from workload import Page, protocol_markdown, task_items
+from workload import Page
 
-from kairos.config import load_settings
-from kairos.search.embedders import LocalEmbedder, make_embedder
-from kairos.service import Kairos
+from kairos.search.embedders import LocalEmbedder
 
 RESULTS = Path(__file__).resolve().parent / "results"
 _STOP = set("a an and are as at be by for from has he in is it its of on that the to was were "
@@ -92,70 +90,38 @@ def _rank(order: np.ndarray, target: int) -> int | None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--limit", type=int, default=None, help="first N common pages only")
-    parser.add_argument("--embedder", default="local", choices=["local", "none"])
     args = parser.parse_args()
+    # run.py's corpus and quality figure; imported here, as they import this module.
+    from corpus import PrimedEmbedder, build, queries, real_items
+    from figures import Quality
+
     console = Console()
-    items = list(task_items(args.limit))
-    pages = [p for p, _ in items]
-    queries = [q for _, q in items]
-    console.print(f"{len(items)} pages (common), one query each")
-
-    embedder = make_embedder(args.embedder)
-    if isinstance(embedder, LocalEmbedder):
-        embedder.wait(300)
-    home = Path(tempfile.mkdtemp(prefix="kairos-bench-"))
-    k = Kairos(load_settings(env={"KAIROS_HOME": str(home)}), embedder=embedder,
-               background=False)
-    index_of: dict[str, int] = {}
-    started = time.perf_counter()
-    with Progress(console=console, transient=True) as progress:
-        task = progress.add_task("minting", total=len(pages))
-        for i, page in enumerate(pages):
-            item = k.mint(protocol_markdown(page, with_description=False),
-                          force_update=True)["items"][0]
-            index_of[item["uri"]] = i
-            progress.advance(task)
-    mint_seconds = time.perf_counter() - started
-
-    kairos_ranks: list[int | None] = []
-    latencies = []
-    with Progress(console=console, transient=True) as progress:
-        task = progress.add_task("searching", total=len(queries))
-        for i, query in enumerate(queries):
-            t0 = time.perf_counter()
-            response = k.search(query)
-            latencies.append(time.perf_counter() - t0)
-            found = [index_of.get(c["uri"]) for c in response["choices"] if c["role"] == "match"]
-            kairos_ranks.append(found.index(i) + 1 if i in found else None)
-            progress.advance(task)
-
-    docs = [baseline_doc(p) for p in pages]
-    bm25 = BM25(docs)
-    bm25_ranks = [_rank(np.argsort(-bm25.scores(q)), i) for i, q in enumerate(queries)]
-    rows = {"BM25 (k1=1.5, b=0.75, stop words)": metrics(bm25_ranks)}
-    if embedder.ready:
-        dvec = embedder.embed(docs)
-        qvec = embedder.embed(queries)
-        sims = qvec @ dvec.T
-        mini_ranks = [_rank(np.argsort(-sims[i]), i) for i in range(len(queries))]
-        rows["all-MiniLM-L6-v2 cosine"] = metrics(mini_ranks)
-    rows["KAIROS kairos_search"] = metrics(kairos_ranks)
-
+    items = [it for it in real_items() if it.page.platform == "common"][:args.limit]
+    qs = queries(items, 0)
+    console.print(f"{len(items)} common pages, {len(qs)} queries (one per page)")
+    model = LocalEmbedder()
+    model.wait(300)
+    root = Path(tempfile.mkdtemp(prefix="kairos-quality-"))
+    try:
+        started = time.perf_counter()
+        corpora, _ = build("protocol", items, [len(items)], root, PrimedEmbedder(model),
+                           console)
+        build_seconds = time.perf_counter() - started
+        result = Quality(model).measure(corpora[len(items)], qs)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
     table = Table(title=f"tldr describe → find ({len(items)} common pages)")
     for col in ("method", "recall@1", "recall@5", "MRR@10"):
         table.add_column(col)
-    for name, m in rows.items():
+    for name, m in result["methods"].items():
         table.add_row(name, f"{m['recall@1']:.3f}", f"{m['recall@5']:.3f}", f"{m['mrr@10']:.3f}")
     console.print(table)
-    lat = np.array(latencies) * 1000
-    console.print(f"mint: {len(pages) / mint_seconds:.1f} protocols/s; kairos_search in process: "
-                  f"p50 {np.percentile(lat, 50):.1f} ms, p99 {np.percentile(lat, 99):.1f} ms")
+    console.print(f"corpus built in {build_seconds:.0f} s (vectors in batches); "
+                  f"kairos_search in process: p50 {result['search_ms']['p50_ms']:.1f} ms, "
+                  f"p99 {result['search_ms']['p99_ms']:.1f} ms")
     RESULTS.mkdir(exist_ok=True)
-    out = {"pages": len(items), "embedder": args.embedder, "methods": rows,
-           "mint_per_second": len(pages) / mint_seconds,
-           "search_ms": {"p50": float(np.percentile(lat, 50)),
-                         "p99": float(np.percentile(lat, 99))}}
-    (RESULTS / "search_quality.json").write_text(json.dumps(out, indent=2))
+    (RESULTS / "search_quality.json").write_text(json.dumps(
+        {"pages": len(items), **result, "build_seconds": build_seconds}, indent=2))
 
 
 if __name__ == "__main__":

@@ -159,7 +159,10 @@ def dense_segments(cosines: np.ndarray, starts: np.ndarray, sizes: np.ndarray) -
     each document's contiguous from ``starts`` with ``sizes`` rows (all sizes >= 1)."""
     full = starts + np.minimum(1, sizes - 1)
     steps = starts + np.minimum(2, sizes - 1)
-    best = np.maximum.reduceat(cosines, steps)
+    # reduceat over (first step, end) pairs; the padding makes the last end a valid index.
+    bounds = np.empty(2 * len(starts), dtype=np.int64)
+    bounds[0::2], bounds[1::2] = steps, starts + sizes
+    best = np.maximum.reduceat(np.append(cosines, np.float32(0)), bounds)[0::2]
     return dense_evidence(cosines[starts], cosines[full], best, cosines[steps])
 
 

@@ -200,25 +200,26 @@ class SearchService:
             candidates = set(dense) | set(text or ())
             if not candidates:
                 return Ranked([], mode, degraded, self._hint(degraded))
-            c = t.search_docs.c
-            rows = {r["rid"]: dict(r) for r in conn.execute(
-                select(c.rid, c.kind, c.entity_id, c.space, c.title, c.category, c.section,
-                       c.author, c.updated_at)
-                .where(c.rid.in_(list(candidates)))).mappings()}
-            metrics = (repo.outcomes_for([r["entity_id"] for r in rows.values()
-                                          if r["kind"] == "protocol"]) if boosts else {})
+            c, m = t.search_docs.c, t.protocol_metrics.c
+            q = select(c.rid, c.kind, c.entity_id, c.space, c.title, c.category, c.section,
+                       c.author, c.updated_at).where(c.rid.in_(list(candidates)))
+            if boosts:
+                q = q.add_columns(m.successes, m.failures).outerjoin(
+                    t.protocol_metrics, (c.kind == "protocol") & (m.protocol_id == c.entity_id))
+            rows = [dict(r) for r in conn.execute(q).mappings()]
         hits = []
-        for rid, row in rows.items():
+        for row in rows:
             if exclude and row["entity_id"] in exclude:
                 continue
             if where is not None and not where(row):
                 continue
+            rid = row["rid"]
             d = dense.get(rid)
             txt = None if text is None else text.get(rid, 0.0)
             score = scoring.calibrated_score(d, txt)
-            m = metrics.get(row["entity_id"])
-            if m is not None:
-                score = scoring.apply_outcome_boost(score, scoring.outcome_boost(m[0], m[1]))
+            wins, losses = row.pop("successes", None), row.pop("failures", None)
+            if wins is not None:
+                score = scoring.apply_outcome_boost(score, scoring.outcome_boost(wins, losses))
             hits.append(Hit(rid, row["kind"], row["entity_id"], score, d, txt, row))
         hits.sort(key=lambda h: (-h.score, h.row["title"]))
         return Ranked(hits, mode, degraded, self._hint(degraded))

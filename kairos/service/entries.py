@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 from sqlalchemy import insert, select, update
 
 from ..domain.errors import NotFoundError, ValidationError
@@ -160,13 +161,13 @@ class EntryService:
         with self.store.write() as repo:
             cats = {c["code"] for c in self._ensure_categories(repo, caller.space)}
             values = self._validated(kind, request, cats)
-            check = self._duplicates(kind, caller.space, values, exclude=None)
+            check, vectors = self._duplicates(kind, caller.space, values, exclude=None)
             stamp = now()
             entry_id = new_id()
             row = {"id": entry_id, "space": caller.space, "created_at": stamp,
                    "updated_at": stamp, **values}
             repo.conn.execute(insert(_table(kind)).values(**row))
-            self.search.index(repo, [self._spec(kind, row)])
+            self.search.index(repo, [self._spec(kind, row)], vectors)
         return {"status": "stored", "entity_id": entry_id, "entity_type": kind,
                 "entry": self._public(kind, row, None), **check}
 
@@ -183,12 +184,12 @@ class EntryService:
             kind, current = self._load(repo, entity_id, caller)
             cats = {c["code"] for c in self._ensure_categories(repo, caller.space)}
             values = self._validated(kind, updates, cats, current)
-            check = self._duplicates(kind, caller.space, values, exclude=entity_id)
+            check, vectors = self._duplicates(kind, caller.space, values, exclude=entity_id)
             stamp = now()
             repo.conn.execute(update(_table(kind)).where(_table(kind).c.id == entity_id)
                               .values(updated_at=stamp, **values))
             row = {**current, **values, "updated_at": stamp}
-            self.search.index(repo, [self._spec(kind, row)])
+            self.search.index(repo, [self._spec(kind, row)], vectors)
         return {"status": "updated", "entity_id": entity_id, "entity_type": kind,
                 "entry": self._public(kind, row, None), **check}
 
@@ -201,16 +202,18 @@ class EntryService:
         raise NotFoundError(f"No entry {entity_id}.", field="entity_id")
 
     def _duplicates(self, kind: str, space: str, values: dict[str, Any],
-                    exclude: str | None) -> dict[str, Any]:
+                    exclude: str | None) -> tuple[dict[str, Any], np.ndarray | None]:
         """Advisory duplicate check, run inside the write (so it never races the insert)
-        within a time budget: ≥ 0.85 → review_first, 0.50–0.84 → listed as FYI."""
+        within a time budget: ≥ 0.85 → review_first, 0.50–0.84 → listed as FYI. Returns
+        the check and the entry's vectors, which the index reuses."""
         body = values.get("playbook") or values.get("content") or ""
         spec = self._spec(kind, {"id": "", "space": space, "updated_at": "", **values})
         vectors = self.search.embed_docs([spec])
-        return self.search.duplicate_check(kind, space, values["title"], body, exclude,
-                                           budget=self.duplicate_budget,
-                                           query_vector=None if vectors is None
-                                           else vectors[DUPLICATE_SEQ])
+        check = self.search.duplicate_check(kind, space, values["title"], body, exclude,
+                                            budget=self.duplicate_budget,
+                                            query_vector=None if vectors is None
+                                            else vectors[DUPLICATE_SEQ])
+        return check, vectors
 
     # --- reads -------------------------------------------------------------------------------
 

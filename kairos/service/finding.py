@@ -45,13 +45,9 @@ class ProtocolFinder:
         top_n = check_limit(limit)
         ranked = self.search.rank(text, space=caller.space, kinds=("protocol",), boosts=True)
         hits = [h for h in ranked.hits if h.score >= self.threshold][:top_n]
-        matches = []
         with self.store.read() as repo:
-            for hit in hits:
-                proto = repo.protocol(hit.entity_id)
-                first = repo.first_step(hit.entity_id)
-                if proto is None or first is None or proto["builtin"]:
-                    continue
-                matches.append(Match(to_uri(first["id"]), first["label"], proto["title"],
-                                     hit.score, list(proto["tags"])))
+            found = repo.protocols_with_first_step([h.entity_id for h in hits])
+        matches = [Match(to_uri(p["step_id"]), p["label"], p["title"], hit.score, list(p["tags"]))
+                   for hit in hits
+                   if (p := found.get(hit.entity_id)) is not None and not p["builtin"]]
         return search_response(matches)

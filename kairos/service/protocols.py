@@ -5,10 +5,12 @@ from __future__ import annotations
 import hashlib
 import re
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
+import numpy as np
 from sqlalchemy.exc import IntegrityError
 
 from ..domain import doctext, errors, markdown
@@ -125,12 +127,13 @@ class ProtocolService:
                                     f"The document has two protocols titled '{d.title}'.",
                                     field="markdown_doc", line=d.line)
             seen.add(title_key(d.title))
+        vectors = self._embed_drafts(drafts, caller.space)
         items = []
         try:
             with self.store.write() as repo:
-                for draft in drafts:
+                for draft, draft_vectors in zip(drafts, vectors, strict=True):
                     items.append(self._store_draft(repo, draft, caller.space, llm_model_id,
-                                                   force_update))
+                                                   force_update, vectors=draft_vectors))
         except IntegrityError:
             # Another writer stored the same title between our check and our insert.
             raise ConflictError(errors.DUPLICATE_CHAIN,
@@ -139,8 +142,22 @@ class ProtocolService:
                                 field="markdown_doc") from None
         return {"status": "stored", "items": items, "total": len(items)}
 
+    def _embed_drafts(self, drafts: list[markdown.ProtocolDraft], space: str
+                      ) -> Sequence[np.ndarray | None]:
+        """Every draft's vectors from one call to the model, made before the write
+        transaction so that no writer waits on the model."""
+        if self.search is None:
+            return [None] * len(drafts)
+        specs = [protocol_spec("", space, d, "") for d in drafts]
+        matrix = self.search.embed_docs(specs)
+        if matrix is None:
+            return [None] * len(drafts)
+        ends = np.cumsum([len(s.vector_texts) for s in specs])
+        return list(np.split(matrix, ends[:-1]))
+
     def _store_draft(self, repo: Repo, draft: markdown.ProtocolDraft, space: str,
                      llm_model_id: str | None, force_update: bool, *,
+                     vectors: np.ndarray | None = None,
                      builtin: bool = False, protocol_id: str | None = None,
                      step_ids: list[str] | None = None,
                      source_hash: str | None = None) -> dict[str, Any]:
@@ -163,10 +180,8 @@ class ProtocolService:
                   "tags": draft.tags, "updated_at": stamp, "llm_model_id": llm_model_id,
                   "source_hash": source_hash}
         check: dict[str, Any] = {}
-        vectors = None
         if self.search is not None and not builtin:
             spec = protocol_spec("", space, draft, stamp)
-            vectors = self.search.embed_docs([spec])
             check = self.search.duplicate_check(
                 "protocol", space, spec.title, spec.body,
                 existing["id"] if existing is not None else None,

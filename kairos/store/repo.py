@@ -48,10 +48,18 @@ class Repo:
     def step(self, step_id: str) -> Row | None:
         return self.conn.execute(select(t.steps).where(t.steps.c.id == step_id)).mappings().first()
 
-    def first_step(self, protocol_id: str) -> Row | None:
-        q = (select(t.steps.c.id, t.steps.c.label).where(t.steps.c.protocol_id == protocol_id)
-             .order_by(t.steps.c.position).limit(1))
-        return self.conn.execute(q).mappings().first()
+    def protocols_with_first_step(self, protocol_ids: Sequence[str]) -> dict[str, Row]:
+        """Title, tags and builtin of each protocol with its first step's id and label."""
+        if not protocol_ids:
+            return {}
+        p, s = t.protocols.c, t.steps.c
+        first = (select(s.protocol_id, func.min(s.position).label("position"))
+                 .where(s.protocol_id.in_(list(protocol_ids)))
+                 .group_by(s.protocol_id).subquery())
+        q = (select(p.id, p.title, p.tags, p.builtin, s.id.label("step_id"), s.label)
+             .join(first, first.c.protocol_id == p.id)
+             .join(t.steps, (s.protocol_id == p.id) & (s.position == first.c.position)))
+        return {r["id"]: r for r in self.conn.execute(q).mappings()}
 
     def steps_of(self, protocol_id: str) -> list[Row]:
         q = (select(t.steps).where(t.steps.c.protocol_id == protocol_id)
@@ -147,15 +155,6 @@ class Repo:
         q = select(t.protocol_metrics).where(
             t.protocol_metrics.c.protocol_id.in_(list(protocol_ids)))
         return {r["protocol_id"]: r for r in self.conn.execute(q).mappings()}
-
-    def outcomes_for(self, protocol_ids: Sequence[str]) -> dict[str, tuple[int, int]]:
-        """(successes, failures) per protocol, for ranking."""
-        if not protocol_ids:
-            return {}
-        c = t.protocol_metrics.c
-        q = select(c.protocol_id, c.successes, c.failures).where(
-            c.protocol_id.in_(list(protocol_ids)))
-        return {r[0]: (int(r[1]), int(r[2])) for r in self.conn.execute(q)}
 
     def create_metrics(self, protocol_id: str, space: str, step_ids: Sequence[str]) -> None:
         """Metric rows are made with their protocol and steps, so counting is always an

@@ -6,7 +6,9 @@ weighted column per field), so a text score means the same on both."""
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Iterable, Sequence
+from operator import itemgetter
 from typing import ClassVar, Protocol
 
 from sqlalchemy import text
@@ -58,18 +60,17 @@ class SqliteFts:
         ceiling = scoring.bm25_ceiling(
             scoring.fts5_idf(n_rows, conn.execute(count, {"q": fts5_match([term])}).scalar_one())
             for term in terms)
-        base = (f"SELECT search_fts.rowid, bm25(search_fts, {self.WEIGHTS}) AS s "
-                "FROM search_fts JOIN search_docs d ON d.rid = search_fts.rowid "
-                f"WHERE search_fts MATCH :q AND d.space = :space AND d.kind IN ({_kinds(kinds)})")
-        params = {"q": match, "space": space}
-        rows = list(conn.execute(text(base + " ORDER BY s LIMIT :limit"),
-                                 {**params, "limit": limit}))
-        seen = {r[0] for r in rows}
-        extra = [int(r) for r in also if r not in seen]
-        if extra:
-            rows += conn.execute(text(base + f" AND search_fts.rowid IN "
-                                      f"({', '.join(str(r) for r in extra)})"), params).all()
-        return {int(rid): float(scoring.text_evidence(bm25, ceiling)) for rid, bm25 in rows}
+        # Every match in one pass, FTS5 first (CROSS JOIN fixes the order): FTS5 re-runs the
+        # whole query per rowid it is given, so the ``also`` documents are picked out here.
+        rows = conn.exec_driver_sql(
+            f"SELECT search_fts.rowid, bm25(search_fts, {self.WEIGHTS}) FROM search_fts "
+            "CROSS JOIN search_docs d ON d.rid = search_fts.rowid WHERE search_fts MATCH ? "
+            f"AND d.space = ? AND d.kind IN ({_kinds(kinds)})", (match, space)).all()
+        best = heapq.nsmallest(limit, rows, key=itemgetter(1))
+        wanted = set(also).difference(rid for rid, _ in best)
+        if wanted:
+            best += [row for row in rows if row[0] in wanted]
+        return {int(rid): float(scoring.text_evidence(bm25, ceiling)) for rid, bm25 in best}
 
 
 class PgFts:

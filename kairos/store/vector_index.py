@@ -16,6 +16,7 @@ from typing import Protocol
 import numpy as np
 from sqlalchemy import delete, insert, select, text, update
 from sqlalchemy.engine import Connection
+from threadpoolctl import threadpool_limits
 
 from ..domain import scoring
 from . import schema as t
@@ -71,6 +72,9 @@ class MemoryVectorIndex:
     """Exact cosine search: one float32 matrix per (space, kind), rebuilt lazily."""
 
     def __init__(self) -> None:
+        # One BLAS thread for numpy: a matrix-vector product is bound by memory, and a
+        # second BLAS thread beside the embedding model's threads made it ~100× slower.
+        threadpool_limits(limits=1, user_api="blas")
         self._lock = threading.Lock()
         self._version: int | None = None
         self._model_id: str | None = None

@@ -54,6 +54,16 @@ def test_dense_evidence_is_a_weighted_mean_of_cosines() -> None:
     assert np.allclose(arr, 0.5)
 
 
+def test_dense_segments_scores_each_document_from_its_own_vectors_only() -> None:
+    rng = np.random.default_rng(7)
+    sizes = np.array([1, 2, 3, 6, 4, 1])
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    cosines = rng.uniform(-0.2, 0.9, int(sizes.sum())).astype(np.float32)
+    together = scoring.dense_segments(cosines, starts, sizes)
+    alone = [scoring.dense_of(cosines[s:s + n]) for s, n in zip(starts, sizes, strict=True)]
+    assert together == pytest.approx(alone, abs=1e-6)
+
+
 def test_fts5_idf_matches_sqlite_formula_and_floor() -> None:
     assert math.isclose(scoring.fts5_idf(100, 9), math.log(91.5 / 9.5))
     assert scoring.fts5_idf(10, 5) == 1e-6  # log(1) = 0 -> FTS5's floor
