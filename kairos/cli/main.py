@@ -50,6 +50,7 @@ Review what the two steps created: the src directory and src/config.json.
 PROOF OF WORK: comment min_length=20
 """
 MANY_FILES = 3  # from this many files on, mint shows a progress bar
+MINT_BATCH = 32  # files minted per pass of the embedding model
 SECRET_SETTINGS = {"openai_api_key", "api_tokens"}
 
 
@@ -245,33 +246,45 @@ def mint(
     k = _service()
     failed = 0
 
-    def one(file: Path) -> None:
+    def report(file: Path, result: dict[str, Any] | KairosError) -> None:
         nonlocal failed
-        try:
-            result = k.mint(file.read_text("utf-8"), _caller(k), force_update=force)
-        except KairosError as exc:
+        if isinstance(result, KairosError):
             failed += 1
-            where = f":{exc.line}" if exc.line else ""
-            err.print(f"[red]{file}{where}[/red]: {exc.message}", highlight=False)
-            return
-        except (OSError, UnicodeDecodeError) as exc:
-            failed += 1
-            err.print(f"[red]{file}[/red]: cannot read ({exc})", highlight=False)
+            where = f":{result.line}" if result.line else ""
+            err.print(f"[red]{file}{where}[/red]: {result.message}", highlight=False)
             return
         for item in result["items"]:
             state = "updated" if item.get("updated") else "stored"
             console.print(f"{item['uri']}  {item['chain_label']}  ({item['step_count']} "
                           f"steps, {state})", highlight=False)
 
+    def batch(chunk: list[Path]) -> None:
+        """Mint a batch of files, their vectors from one pass of the model."""
+        nonlocal failed
+        readable: list[tuple[Path, str]] = []
+        for file in chunk:
+            try:
+                readable.append((file, file.read_text("utf-8")))
+            except (OSError, UnicodeDecodeError) as exc:
+                failed += 1
+                err.print(f"[red]{file}[/red]: cannot read ({exc})", highlight=False)
+        results = k.mint_many([doc for _, doc in readable], _caller(k), force_update=force)
+        for (file, _), result in zip(readable, results, strict=True):
+            report(file, result)
+
+    chunks = [files[i:i + MINT_BATCH] for i in range(0, len(files), MINT_BATCH)]
     try:
         if len(files) >= MANY_FILES:
-            from rich.progress import track
+            from rich.progress import Progress
 
-            for file in track(files, description="Minting", console=err, transient=True):
-                one(file)
+            with Progress(console=err, transient=True) as progress:
+                task = progress.add_task("Minting", total=len(files))
+                for chunk in chunks:
+                    batch(chunk)
+                    progress.advance(task, len(chunk))
         else:
-            for file in files:
-                one(file)
+            for chunk in chunks:
+                batch(chunk)
     finally:
         k.close()
     err.print(f"{len(files) - failed} of {len(files)} file(s) minted.")

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from ..config import Settings, load_settings
+from ..domain.errors import KairosError
 from ..search.embedders import make_embedder
 from ..search.service import SearchService
 from ..store.db import Store
@@ -54,6 +56,10 @@ class Kairos:
              llm_model_id: str | None = None, force_update: bool = False) -> dict[str, Any]:
         return self.protocols.mint(markdown_doc, caller, llm_model_id=llm_model_id,
                                    force_update=bool(force_update))
+
+    def mint_many(self, docs: Sequence[str], caller: Caller = Caller(), *,
+                  force_update: bool = False) -> list[dict[str, Any] | KairosError]:
+        return self.protocols.mint_many(docs, caller, force_update=bool(force_update))
 
     def update(self, uris: Any, caller: Caller = Caller(), *, markdown_doc: Any = None,
                updates: Any = None) -> dict[str, Any]:

@@ -117,6 +117,36 @@ class ProtocolService:
 
     def mint(self, markdown_doc: Any, caller: Caller, *, llm_model_id: str | None = None,
              force_update: bool = False) -> dict[str, Any]:
+        drafts = self._drafts(markdown_doc)
+        return self._mint(drafts, self._embed_drafts(drafts, caller.space), caller,
+                          llm_model_id, force_update)
+
+    def mint_many(self, docs: Sequence[str], caller: Caller, *, force_update: bool = False
+                  ) -> list[dict[str, Any] | KairosError]:
+        """Mint documents one by one (an error stops only its own document), with the
+        vectors of all of them from one batched pass of the model: a bulk mint."""
+        parsed: list[list[markdown.ProtocolDraft] | KairosError] = []
+        for doc in docs:
+            try:
+                parsed.append(self._drafts(doc))
+            except KairosError as exc:
+                parsed.append(exc)
+        vectors = iter(self._embed_drafts(
+            [d for p in parsed if not isinstance(p, KairosError) for d in p], caller.space))
+        out: list[dict[str, Any] | KairosError] = []
+        for p in parsed:
+            if isinstance(p, KairosError):
+                out.append(p)
+                continue
+            mine = [next(vectors) for _ in p]
+            try:
+                out.append(self._mint(p, mine, caller, None, force_update))
+            except KairosError as exc:
+                out.append(exc)
+        return out
+
+    @staticmethod
+    def _drafts(markdown_doc: Any) -> list[markdown.ProtocolDraft]:
         if not isinstance(markdown_doc, str) or not markdown_doc.strip():
             raise ValidationError("markdown_doc", "a non-empty markdown string")
         drafts = markdown.parse(markdown_doc)
@@ -127,7 +157,10 @@ class ProtocolService:
                                     f"The document has two protocols titled '{d.title}'.",
                                     field="markdown_doc", line=d.line)
             seen.add(title_key(d.title))
-        vectors = self._embed_drafts(drafts, caller.space)
+        return drafts
+
+    def _mint(self, drafts: list[markdown.ProtocolDraft], vectors: Sequence[np.ndarray | None],
+              caller: Caller, llm_model_id: str | None, force_update: bool) -> dict[str, Any]:
         items = []
         try:
             with self.store.write() as repo:

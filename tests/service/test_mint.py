@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from pathlib import Path
+
 import pytest
 from sqlalchemy import func, select
 
 from kairos.domain.errors import KairosError
 from kairos.service import Caller, Kairos
 from kairos.store import schema
+from tests.conftest import make_kairos
+from tests.fakes import HashEmbedder
 
 
 def _count(k: Kairos, table: str) -> int:
@@ -140,3 +145,33 @@ def test_two_protocols_with_one_title_in_one_document(kairos: Kairos) -> None:
     with pytest.raises(KairosError) as info:
         kairos.mint("# Same\n\n## A\n\nx\n\n# Same\n\n## B\n\ny\n")
     assert info.value.code == "DUPLICATE_CHAIN" and info.value.line == 7
+
+
+class _CountingEmbedder(HashEmbedder):
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[int] = []
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        self.calls.append(len(texts))
+        return super().embed(texts)
+
+
+def test_bulk_mint_embeds_once_and_keeps_each_error_to_its_own_document(home: Path) -> None:
+    embedder = _CountingEmbedder()
+    k = make_kairos(home, embedder)
+    embedder.calls.clear()
+    docs = [f"# Rotate key {name}\n\n## Rotate\n\nPROOF OF WORK: rotate-key --name {name}\n\n"
+            f"## Check\n\nPROOF OF WORK: check-key --name {name}\n"
+            for name in ("alpha", "bravo", "charlie")]
+    results = k.mint_many([docs[0], "no heading here\n", docs[1], docs[0], docs[2]])
+    assert len(embedder.calls) == 1  # one pass of the model for every draft
+    assert isinstance(results[1], KairosError)
+    assert isinstance(results[3], KairosError) and results[3].code == "DUPLICATE_CHAIN"
+    minted = [r for r in results if isinstance(r, dict)]
+    assert [r["items"][0]["chain_label"] for r in minted] == [
+        "Rotate key alpha", "Rotate key bravo", "Rotate key charlie"]
+    for name in ("alpha", "bravo", "charlie"):
+        found = k.search(f"rotate key {name}")["choices"][0]
+        assert found["role"] == "match" and found["chain_label"] == f"Rotate key {name}"
+    assert k.search_engine.index_state()["with_vectors"] == 3
