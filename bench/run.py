@@ -29,6 +29,7 @@ import figures  # noqa: E402
 import report  # noqa: E402
 from corpus import (  # noqa: E402
     SYNTHETIC_SIZE,
+    VECTOR_CACHE,
     Corpus,
     PrimedEmbedder,
     build,
@@ -131,7 +132,7 @@ class Bench:
             model = LocalEmbedder()
             if not model.wait(300):
                 raise SystemExit(f"the local model did not load: {model.state}")
-        primed = PrimedEmbedder(model)
+        primed = PrimedEmbedder(model, VECTOR_CACHE)
         items = real_items()
         prot_sizes = cfg.sizes + ([SYNTHETIC_SIZE] if cfg.synthetic else [])
         if cfg.synthetic:

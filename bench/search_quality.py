@@ -92,7 +92,7 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=None, help="first N common pages only")
     args = parser.parse_args()
     # run.py's corpus and quality figure; imported here, as they import this module.
-    from corpus import PrimedEmbedder, build, queries, real_items
+    from corpus import VECTOR_CACHE, PrimedEmbedder, build, queries, real_items
     from figures import Quality
 
     console = Console()
@@ -104,8 +104,8 @@ def main() -> None:
     root = Path(tempfile.mkdtemp(prefix="kairos-quality-"))
     try:
         started = time.perf_counter()
-        corpora, _ = build("protocol", items, [len(items)], root, PrimedEmbedder(model),
-                           console)
+        corpora, _ = build("protocol", items, [len(items)], root,
+                           PrimedEmbedder(model, VECTOR_CACHE), console)
         build_seconds = time.perf_counter() - started
         result = Quality(model).measure(corpora[len(items)], qs)
     finally:
