@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Protocol
 
 import numpy as np
-from sqlalchemy import delete, insert, select, text, update
+from sqlalchemy import delete, func, insert, select, text, update
 from sqlalchemy.engine import Connection
 from threadpoolctl import threadpool_limits
 
@@ -141,22 +141,41 @@ class MemoryVectorIndex:
     # --- reads -------------------------------------------------------------------------------
 
     def _load(self, conn: Connection, model_id: str) -> None:
+        """Read every vector of ``model_id`` straight into one preallocated matrix per
+        (space, kind), so that loading never holds the vectors twice."""
         version = _version(conn)
         if self._version == version and self._model_id == model_id:
             return
-        q = (select(t.search_docs.c.rid, t.search_docs.c.space, t.search_docs.c.kind,
-                    t.search_vectors.c.vector)
-             .join(t.search_vectors, t.search_vectors.c.rid == t.search_docs.c.rid)
-             .where(t.search_vectors.c.model_id == model_id)
-             .order_by(t.search_vectors.c.rid, t.search_vectors.c.seq))
-        grouped: dict[tuple[str, str], dict[int, list[np.ndarray]]] = {}
-        for rid, space, kind, blob in conn.execute(q):
-            grouped.setdefault((space, kind), {}).setdefault(rid, []).append(
-                np.frombuffer(blob, dtype=np.float32))
-        self._rows = {key: {rid: np.vstack(vs) for rid, vs in rows.items()}
-                      for key, rows in grouped.items()}
-        self._stacked = {}
+        d, v = t.search_docs.c, t.search_vectors.c
+        joined = t.search_docs.join(t.search_vectors, v.rid == d.rid)
+        counts = conn.execute(select(d.space, d.kind, func.count(), func.max(func.length(
+            v.vector))).select_from(joined).where(v.model_id == model_id)
+            .group_by(d.space, d.kind)).all()
+        matrices = {(space, kind): np.empty((n, size // 4), dtype=np.float32)
+                    for space, kind, n, size in counts}
+        filled = dict.fromkeys(matrices, 0)
+        owners: dict[tuple[str, str], list[int]] = {key: [] for key in matrices}
+        for rid, space, kind, blob in conn.execute(
+                select(d.rid, d.space, d.kind, v.vector).select_from(joined)
+                .where(v.model_id == model_id).order_by(v.rid, v.seq)):
+            key = (space, kind)
+            matrices[key][filled[key]] = np.frombuffer(blob, dtype=np.float32)
+            filled[key] += 1
+            owners[key].append(rid)
+        self._rows, self._stacked = {}, {}
+        for key, matrix in matrices.items():
+            rids, starts, sizes = np.unique(np.asarray(owners[key], dtype=np.int64),
+                                            return_index=True, return_counts=True)
+            self._stacked[key] = self._views(key, rids, starts, matrix, sizes)
         self._version, self._model_id = version, model_id
+
+    def _views(self, key: tuple[str, str], rids: np.ndarray, starts: np.ndarray,
+               matrix: np.ndarray, sizes: np.ndarray
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Each document's vectors become a view into ``matrix``: one copy in memory."""
+        self._rows[key] = {rid: matrix[s:s + n] for rid, s, n in
+                           zip(rids.tolist(), starts.tolist(), sizes.tolist(), strict=True)}
+        return rids, starts, matrix, sizes
 
     def _matrix(self, key: tuple[str, str]
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
@@ -169,8 +188,9 @@ class MemoryVectorIndex:
                 return None
             sizes = np.array([len(m) for m in rows.values()], dtype=np.int64)
             starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-            stacked = (np.fromiter(rows.keys(), dtype=np.int64, count=len(rows)), starts,
-                       np.vstack(list(rows.values())), sizes)
+            stacked = self._views(key, np.fromiter(rows.keys(), dtype=np.int64,
+                                                   count=len(rows)), starts,
+                                  np.vstack(list(rows.values())), sizes)
             self._stacked[key] = stacked
         return stacked
 

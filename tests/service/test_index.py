@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
+import pytest
+
 from kairos.search.embedders import NoEmbedder
+from kairos.store.vector_index import MemoryVectorIndex
 from tests.conftest import make_kairos
 from tests.fakes import HashEmbedder
 
@@ -73,3 +77,27 @@ def test_spaces_never_see_each_other(home: Path) -> None:
         "No existing")
     assert k.search("renew tls certificates", Caller(space="team-a"))["message"] == (
         "Found 1 match.")
+
+
+def test_the_in_process_vector_cache_holds_each_vector_once(home: Path) -> None:
+    writer = make_kairos(home)
+    for i in range(4):
+        writer.mint(f"# Rotate key {i}\n\n## Rotate\n\nRotate key {i}.\n\n## Check\n\nCheck {i}.\n",
+                    force_update=True)
+    reader = make_kairos(home)
+    index = reader.store.vector_index
+    if not isinstance(index, MemoryVectorIndex):
+        pytest.skip("PostgreSQL keeps the vectors in pgvector, not in process")
+
+    def one_copy() -> int:
+        rows = index._rows[("default", "protocol")]
+        matrix = index._stacked[("default", "protocol")][2]
+        assert all(np.shares_memory(m, matrix) for m in rows.values())
+        assert len(matrix) == sum(len(m) for m in rows.values())
+        return len(rows)
+
+    reader.search("rotate key")  # loads the cache from the database
+    assert one_copy() == 4
+    uri = reader.mint("# Renew a lease\n\n## Renew\n\nRenew the lease.\n")["items"][0]["uri"]
+    assert reader.search("renew the lease")["choices"][0]["uri"] == uri  # restacked
+    assert one_copy() == 5
