@@ -48,8 +48,12 @@ from kairos.service.entries import EntryService
 from kairos.service.protocols import protocol_spec, title_key
 
 SYNTHETIC_SIZE = 50_000
-VECTOR_CACHE = Path(__file__).parent / ".cache" / (
-    LocalEmbedder.model_id.replace("/", "_").replace(":", "_") + ".npz")
+
+
+def vector_cache(model: LocalEmbedder) -> Path:
+    """Where the vectors of ``model`` are kept between runs (one file per model id)."""
+    return Path(__file__).parent / ".cache" / (
+        model.model_id.replace("/", "_").replace(":", "_") + ".npz")
 _CONTEXTS = ("on a build server", "in a CI job", "for a release", "on a fresh machine",
              "during an incident", "in a container", "on a shared host", "for a teammate",
              "before a deploy", "in a scratch directory")
@@ -134,11 +138,9 @@ class PrimedEmbedder:
     """The local model behind a cache of vectors computed ahead in batches. ``live=True``
     bypasses the cache (a measured mint); ``spent`` adds up the seconds in the model."""
 
-    name = LocalEmbedder.name
-    model_id = LocalEmbedder.model_id
-
     def __init__(self, model: LocalEmbedder, store: Path | None = None) -> None:
         self.model = model
+        self.name, self.model_id = model.name, model.model_id
         self.cache: dict[str, np.ndarray] = {}
         self.live = False
         self.spent = 0.0
@@ -219,7 +221,7 @@ def protocol_vector_texts(item: Item) -> tuple[str, ...]:
 def manual_vector_texts(item: Item) -> tuple[str, ...]:
     entry = {k: v.strip() if isinstance(v, str) else v
              for k, v in manual_entry(item.page).items()}
-    return EntryService._spec("manual", {"id": "", "space": "default", "updated_at": "",
+    return EntryService.spec_of("manual", {"id": "", "space": "default", "updated_at": "",
                                          **entry}).vector_texts
 
 

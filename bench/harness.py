@@ -43,10 +43,10 @@ def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
 
 
 def machine() -> dict[str, Any]:
-    import torch
+    import onnxruntime
 
     return {"cpus": os.cpu_count(), "load_avg": [round(x, 2) for x in os.getloadavg()],
-            "torch_threads": torch.get_num_threads(),
+            "onnxruntime": onnxruntime.__version__,
             "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS"),
             "python": platform.python_version(), "platform": platform.platform(),
             "time": time.strftime("%Y-%m-%d %H:%M:%S")}

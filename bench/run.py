@@ -29,7 +29,6 @@ import figures  # noqa: E402
 import report  # noqa: E402
 from corpus import (  # noqa: E402
     SYNTHETIC_SIZE,
-    VECTOR_CACHE,
     Corpus,
     PrimedEmbedder,
     build,
@@ -37,6 +36,7 @@ from corpus import (  # noqa: E402
     real_items,
     snapshot,
     synthetic_items,
+    vector_cache,
 )
 from harness import machine, postgres, servers  # noqa: E402
 from rich.console import Console  # noqa: E402
@@ -130,9 +130,9 @@ class Bench:
                   f"{self.r['machine']['load_avg']} on {self.r['machine']['cpus']} CPUs")
         with con.status("loading the local model"):
             model = LocalEmbedder()
-            if not model.wait(300):
+            if not model.ready:
                 raise SystemExit(f"the local model did not load: {model.state}")
-        primed = PrimedEmbedder(model, VECTOR_CACHE)
+        primed = PrimedEmbedder(model, vector_cache(model))
         items = real_items()
         prot_sizes = cfg.sizes + ([SYNTHETIC_SIZE] if cfg.synthetic else [])
         if cfg.synthetic:

@@ -90,22 +90,23 @@ def _rank(order: np.ndarray, target: int) -> int | None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--limit", type=int, default=None, help="first N common pages only")
+    parser.add_argument("--model-dir", type=Path, default=None,
+                        help="another exported model directory (default: the shipped one)")
     args = parser.parse_args()
     # run.py's corpus and quality figure; imported here, as they import this module.
-    from corpus import VECTOR_CACHE, PrimedEmbedder, build, queries, real_items
+    from corpus import PrimedEmbedder, build, queries, real_items, vector_cache
     from figures import Quality
 
     console = Console()
     items = [it for it in real_items() if it.page.platform == "common"][:args.limit]
     qs = queries(items, 0)
     console.print(f"{len(items)} common pages, {len(qs)} queries (one per page)")
-    model = LocalEmbedder()
-    model.wait(300)
+    model = LocalEmbedder(args.model_dir).load()
     root = Path(tempfile.mkdtemp(prefix="kairos-quality-"))
     try:
         started = time.perf_counter()
         corpora, _ = build("protocol", items, [len(items)], root,
-                           PrimedEmbedder(model, VECTOR_CACHE), console)
+                           PrimedEmbedder(model, vector_cache(model)), console)
         build_seconds = time.perf_counter() - started
         result = Quality(model).measure(corpora[len(items)], qs)
     finally:
@@ -121,7 +122,8 @@ def main() -> None:
                   f"p99 {result['search_ms']['p99_ms']:.1f} ms")
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "search_quality.json").write_text(json.dumps(
-        {"pages": len(items), **result, "build_seconds": build_seconds}, indent=2))
+        {"pages": len(items), "model_id": model.model_id, **result,
+         "build_seconds": build_seconds}, indent=2))
 
 
 if __name__ == "__main__":

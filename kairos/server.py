@@ -52,6 +52,9 @@ def serve_http(settings: Settings, service: Callable[[], Kairos], *, stateless: 
         say(f"No API tokens configured: listening on {bind} only, without authentication. "
             "Set KAIROS_API_TOKENS or KAIROS_TOKENS_FILE to serve a network.")
     k = service()
+    load = getattr(k.embedder, "load", None)
+    if load is not None:
+        load()  # the local model, before the first request rather than during it
     web = create_app(k, tokens=tokens, host=bind, mcp_stateless=stateless,
                      mcp_factory=partial(build_server, ServiceRef.of(k)))
     base = f"http://{bind}:{port}"

@@ -16,7 +16,7 @@ import pytest
 from sqlalchemy import text
 
 from kairos.config import load_settings
-from kairos.search.embedders import LocalEmbedder
+from kairos.search.embedders import LocalEmbedder, local_model
 from kairos.service import Caller, Kairos
 from kairos.store.db import Store
 from tests.fakes import HashEmbedder
@@ -69,10 +69,8 @@ def home(tmp_path: Path, template_db: Path, pg_store: Store | None) -> Path:
 
 @pytest.fixture(scope="session")
 def model() -> LocalEmbedder:
-    """The real local model, loaded once for the session by the tests that ask for it."""
-    embedder = LocalEmbedder()
-    assert embedder.wait(120), embedder.state
-    return embedder
+    """The real local model (the process-wide instance the service uses)."""
+    return local_model().load()
 
 
 def make_kairos(home: Path, embedder: object = None, **env: str) -> Kairos:

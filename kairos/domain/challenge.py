@@ -8,7 +8,7 @@ import shlex
 from dataclasses import dataclass
 from typing import Any
 
-from . import texts
+from . import relevance, texts
 from .errors import MISSING_CHALLENGE_FIELD, UNKNOWN_CHALLENGE_TYPE, MarkdownError
 
 CHALLENGE_TYPES = ("shell", "mcp", "user_input", "comment")
@@ -284,15 +284,13 @@ def is_affirmative(confirmation: str | bool) -> bool:
     return bool(words) and words[0] in AFFIRMATIVE
 
 
-COMMENT_RELEVANCE_THRESHOLD = 0.15
-
-
-def check_relevance(similarity: float | None) -> Refusal | None:
-    """A comment must be about its step; skipped (None) when no vectors are available."""
-    if similarity is None or similarity >= COMMENT_RELEVANCE_THRESHOLD:
+def check_relevance(comment: str, step_prose: str) -> Refusal | None:
+    """A comment must report its step (``domain.relevance``)."""
+    if not relevance.refuses(comment, step_prose):
         return None
     return Refusal(texts.COMMENT_IRRELEVANT,
-                   "Comment is not related to this step. Describe what you did for this step.")
+                   "Comment does not say what was done for this step. Describe what you did "
+                   "and what came of it (names, numbers, findings).")
 
 
 def from_issued(issued: dict[str, Any]) -> Challenge:

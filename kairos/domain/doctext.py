@@ -1,6 +1,6 @@
 """What KAIROS embeds and indexes for a protocol, and how a query is normalised.
 
-The recipe was chosen on the tldr "describe → find" benchmark (``bench/tldr_retrieval.py``);
+The recipe was chosen on the tldr "describe → find" benchmark (a training figure there);
 every choice below is one that measurably helped there:
 
 * three kinds of vectors per protocol: a *summary* ("<title>: how to <label>; <label>;
@@ -35,6 +35,8 @@ __all__ = [
     "embedding_query",
     "fts5_match",
     "query_terms",
+    "step_prose",
+    "step_search_body",
 ]
 
 #: Step contents longer than this are cut before embedding and indexing: a long body would
@@ -58,6 +60,9 @@ _TEMPLATE = re.compile(r"[{}\[\]]")
 _SPACE = re.compile(r"\s+")
 _WORD = re.compile(r"[^\W_]+")
 _TRAILING = re.compile(r"[\s.!?;:,]+$")
+_CHALLENGE_BLOCK = re.compile(r"```json\s*\{.*?\}\s*```", re.DOTALL)
+_POW_PREFIX = re.compile(r"^\W*proof\s+of\s+work\W*:\W*", re.IGNORECASE | re.MULTILINE)
+_POW_LINE = re.compile(r"^\W*proof\s+of\s+work\W*:.*$", re.IGNORECASE | re.MULTILINE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +112,20 @@ def build_doc_text(title: str, step_labels: Sequence[str],
     steps = tuple(f"{lbl}: {c}" if c else lbl for lbl, c in pairs) or (t,)
     return DocText(summary=summary, full=full, steps=steps, title=t,
                    labels=" ".join(labels), contents=" ".join(c for c in contents if c))
+
+
+def step_search_body(content: str) -> str:
+    """A step's body as search sees it: the challenge block gone, a ``PROOF OF WORK:``
+    line reduced to what follows the prefix (its command, tool or prompt)."""
+    return " ".join(_POW_PREFIX.sub("", _CHALLENGE_BLOCK.sub("", content))
+                    .replace("`", " ").split())
+
+
+def step_prose(label: str, content: str) -> str:
+    """What a step asks for in words: its label and body without any challenge line or
+    block (a comment is judged against this, not against ``min_length=20``)."""
+    body = clean(_POW_LINE.sub("", _CHALLENGE_BLOCK.sub("", content)).replace("`", " "))
+    return f"{clean(label)}. {body}".strip(" .") if body else clean(label)
 
 
 def embedding_query(query: str) -> str:

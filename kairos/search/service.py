@@ -4,17 +4,16 @@ dense evidence of the vector index and the text evidence of the full-text index.
 
 from __future__ import annotations
 
+import hashlib
 import re
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from sqlalchemy import delete, insert, select, update
+from sqlalchemy import delete, func, insert, select, update
 from sqlalchemy.engine import Connection
 
 from ..domain import doctext, scoring
@@ -25,11 +24,9 @@ from .embedders import EmbedderUnavailable
 from .sessions import Sessions, SessionStore
 
 CANDIDATES = 100
-DUPLICATE_BUDGET = 0.75
 #: Duplicates compare like with like: the full-text vector (seq 1) of both records.
 DUPLICATE_SEQ = 1
 _WORDS = re.compile(r"\w+", re.UNICODE)
-_pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="kairos-dupcheck")
 
 
 def jaccard(a: str, b: str) -> float:
@@ -121,17 +118,24 @@ class SearchService:
     # --- writes (inside the caller's transaction) --------------------------------------------
 
     def embed_docs(self, docs: Sequence[DocSpec]) -> np.ndarray | None:
-        """The vectors of documents (all their vector texts, in order), or None."""
+        """The vectors of documents (all their vector texts, in order), or None when the
+        provider cannot embed now (the documents are then queued for the drain)."""
         texts = [txt for d in docs for txt in d.vector_texts]
         return self._embed(texts) if texts else None
 
-    def index(self, repo: Repo, docs: Sequence[DocSpec],
-              vectors: np.ndarray | None = None) -> None:
+    def embed_each(self, docs: Sequence[DocSpec]) -> list[np.ndarray | None]:
+        """``embed_docs`` in one model call, split per document."""
+        matrix = self.embed_docs(docs)
+        if matrix is None:
+            return [None] * len(docs)
+        ends = np.cumsum([len(d.vector_texts) for d in docs])
+        return list(np.split(matrix, ends[:-1]))
+
+    def index(self, repo: Repo, docs: Sequence[DocSpec], vectors: np.ndarray | None) -> None:
         """Upsert documents in the caller's transaction: a search right after sees them.
-        ``vectors`` may come precomputed from ``embed_docs`` (embed once per write)."""
+        ``vectors`` come from ``embed_docs``, called before the transaction (the model never
+        runs inside one); None stores the text now and queues the vectors for the drain."""
         conn = repo.conn
-        if vectors is None:
-            vectors = self.embed_docs(docs)
         offset = 0
         for doc in docs:
             rid = self._upsert_doc(conn, doc)
@@ -235,21 +239,42 @@ class SearchService:
     # --- duplicate check ---------------------------------------------------------------------
 
     def duplicate_check(self, kind: str, space: str, title: str, body: str,
-                        exclude: str | None, *, budget: float = DUPLICATE_BUDGET,
+                        exclude: str | None, *,
                         query_vector: np.ndarray | None = None) -> dict[str, Any]:
-        """Advisory, within a time budget: ≥ 0.85 → ``review_first``; 0.50–0.84 → listed as
-        FYI; a timeout → ``duplicate_check_timeout=true``. Callers run it inside their write
-        transaction, before the insert, so it never races it."""
-        future = _pool.submit(self.similar, kind, space, title, body, exclude, query_vector)
-        try:
-            similar = future.result(timeout=budget)
-        except FutureTimeout:
-            return {"duplicates": [], "warnings": ["duplicate_check_timeout=true"]}
+        """Advisory: ≥ 0.85 → ``review_first``; 0.50–0.84 → listed as FYI. A plain read,
+        run before the write; ``guard`` keeps a concurrent write from slipping past it."""
+        similar = self.similar(kind, space, title, body, exclude, query_vector)
         duplicates = [s for s in similar if s["score"] >= 0.50]
         result: dict[str, Any] = {"duplicates": duplicates, "warnings": []}
         if duplicates and duplicates[0]["score"] >= 0.85:
             result["recommendation"] = "review_first"
         return result
+
+    # --- the write guard ----------------------------------------------------------------------
+
+    def version(self, space: str, kind: str) -> int:
+        """How many checked writes of ``kind`` the space has had (read before a check)."""
+        with self.store.read() as repo:
+            value = _get_meta(repo.conn, _version_key(space, kind))
+        return int(value or 0)
+
+    @staticmethod
+    def guard(repo: Repo, space: str, kind: str, seen: int) -> bool:
+        """In the write transaction: count this write, if no other checked write of the
+        kind came after ``seen``. False means the duplicate check is stale: check again.
+        On PostgreSQL the conditional UPDATE row-locks the counter until commit, so two
+        writers cannot both pass it."""
+        key = _version_key(space, kind)
+        conn = repo.conn
+        done = conn.execute(update(t.index_meta).where(
+            (t.index_meta.c.key == key) & (t.index_meta.c.value == str(seen)))
+            .values(value=str(seen + 1))).rowcount
+        if done:
+            return True
+        if seen == 0 and _get_meta(conn, key) is None:
+            conn.execute(insert(t.index_meta).values(key=key, value="1"))
+            return True  # a racing first insert fails on the primary key
+        return False
 
     def similar(self, kind: str, space: str, title: str, body: str,
                 exclude: str | None, query_vector: np.ndarray | None = None
@@ -284,10 +309,10 @@ class SearchService:
 
     def backfill(self, *, progress: Callable[[int, int], None] | None = None,
                  batch: int = 64, force: bool = False) -> dict[str, Any]:
-        """Embed every document that has no vector of the current model: after a model
-        change, or for documents written while the model was loading."""
-        if not self.vectors_ready:
-            return {"embedded": 0, "model_id": None, "state": "vectors unavailable"}
+        """Embed every document that has no vector of the current model (after a model
+        change, or written while a remote provider was down), batch by batch: each batch
+        is read, embedded outside any transaction, then written where its document has not
+        changed in between."""
         probe = self._embed(["dimension probe"])
         if probe is None:
             return {"embedded": 0, "model_id": None, "state": "vectors unavailable"}
@@ -297,47 +322,83 @@ class SearchService:
         with self._backfill_lock:
             self.backfill_state = "running"
             started = time.perf_counter()
-            with self.store.read() as repo:
-                have = set() if force else {r[0] for r in repo.conn.execute(
-                    select(t.search_vectors.c.rid).where(
-                        t.search_vectors.c.model_id == model_id).distinct())}
-                todo = [r["rid"] for r in repo.conn.execute(
-                    select(t.search_docs.c.rid)).mappings() if r["rid"] not in have]
+            todo = self._pending(model_id, everything=force)
             done = 0
-            for i in range(0, len(todo), batch):
-                if self._stop.is_set():
-                    break
-                chunk = todo[i:i + batch]
-                with self.store.write() as repo:
-                    rows = list(repo.conn.execute(select(t.search_docs).where(
-                        t.search_docs.c.rid.in_(chunk))).mappings())
-                    specs = [self.spec_for_row(repo, r) for r in rows]
-                    self.index(repo, [s for s in specs if s is not None])
-                done += len(chunk)
-                if progress:
-                    progress(done, len(todo))
-            with self.store.write() as repo:
-                _set_meta(repo.conn, "model_id", model_id)
-            self.backfill_state = "idle"
+            try:
+                for i in range(0, len(todo), batch):
+                    if self._stop.is_set():
+                        break
+                    chunk = todo[i:i + batch]
+                    with self.store.read() as repo:
+                        rows = list(repo.conn.execute(select(t.search_docs).where(
+                            t.search_docs.c.rid.in_(chunk))).mappings())
+                        specs = [s for r in rows if (s := self.spec_for_row(repo, r))]
+                    vectors = self.embed_docs(specs)
+                    if vectors is None:
+                        break
+                    with self.store.write() as repo:
+                        self._store_vectors(repo, specs, vectors, model_id)
+                    done += len(chunk)
+                    if progress:
+                        progress(done, len(todo))
+                if done == len(todo):
+                    with self.store.write() as repo:
+                        _set_meta(repo.conn, "model_id", model_id)
+            finally:
+                self.backfill_state = "idle"
             return {"embedded": done, "model_id": model_id,
                     "seconds": round(time.perf_counter() - started, 3)}
+
+    def _pending(self, model_id: str, *, everything: bool = False) -> list[int]:
+        d, v = t.search_docs.c, t.search_vectors.c
+        with self.store.read() as repo:
+            q = select(d.rid).order_by(d.rid)
+            if not everything:
+                q = q.where(~select(v.rid).where((v.rid == d.rid) & (v.model_id == model_id))
+                            .exists())
+            return [r[0] for r in repo.conn.execute(q)]
+
+    def _store_vectors(self, repo: Repo, specs: Sequence[DocSpec], vectors: np.ndarray,
+                       model_id: str) -> None:
+        """Vectors of documents that still read as they did when embedded."""
+        c = t.search_docs.c
+        keys = {f"{s.kind}:{s.entity_id}": s for s in specs}
+        current = {r.key: (r.rid, r.updated_at) for r in repo.conn.execute(
+            select(c.key, c.rid, c.updated_at).where(c.key.in_(list(keys))))}
+        offset = 0
+        for spec in specs:
+            n = len(spec.vector_texts)
+            rid, stamp = current.get(f"{spec.kind}:{spec.entity_id}", (None, None))
+            if rid is not None and stamp == spec.updated_at:
+                self.store.vector_index.upsert(repo.conn, rid, spec.space, spec.kind,
+                                               vectors[offset:offset + n], model_id)
+            offset += n
 
     def spec_for_row(self, repo: Repo, row: Any) -> DocSpec | None:
         """Rebuild a document's spec from the record it indexes (hook set by the app)."""
         builder = self.spec_builders.get(row["kind"])
         return builder(repo, row["entity_id"]) if builder else None
 
-    def start_background(self) -> threading.Thread:
-        """Wait for the model off the request path, then backfill missing vectors."""
+    def start_background(self, interval: float = 2.0) -> threading.Thread:
+        """Drain the queue of documents without vectors of the current model, for as long
+        as the process runs: after a model change, and whenever a remote provider that was
+        down answers again. Progress shows in ``index_state``."""
         def work() -> None:
-            wait = getattr(self.embedder, "wait", None)
-            while wait is not None and not self._stop.is_set() and not wait(0.5):
-                if getattr(self.embedder, "state", "").startswith("failed"):
-                    return
-            if self.vectors_ready and not self._stop.is_set():
-                self.backfill()
+            while not self._stop.is_set():
+                if self.provider != "none":
+                    try:
+                        probe = getattr(self.embedder, "probe", None)
+                        if probe is not None:
+                            probe()  # a remote model's dimension, once it answers
+                        if self._pending(self.embedder.model_id):
+                            self.backfill()
+                    except EmbedderUnavailable:
+                        pass  # still down: the documents stay queued
+                    except Exception as exc:  # the drain must outlive a bad moment
+                        self.backfill_state = f"error: {type(exc).__name__}: {exc}"[:200]
+                self._stop.wait(interval)
 
-        self._thread = threading.Thread(target=work, name="kairos-backfill", daemon=True)
+        self._thread = threading.Thread(target=work, name="kairos-drain", daemon=True)
         self._thread.start()
         return self._thread
 
@@ -348,16 +409,20 @@ class SearchService:
             self._thread.join(timeout)
 
     def index_state(self) -> dict[str, Any]:
+        model_id = self.embedder.model_id if self.vectors_ready else None
         with self.store.read() as repo:
             conn = repo.conn
-            docs = conn.execute(select(t.search_docs.c.rid)).all()
-            model_id = self.embedder.model_id if self.vectors_ready else None
-            vec = conn.execute(select(t.search_vectors.c.rid).where(
-                t.search_vectors.c.model_id == (model_id or "")).distinct()).all()
+            docs = conn.execute(select(func.count()).select_from(t.search_docs)).scalar_one()
+            vec = conn.execute(select(func.count(t.search_vectors.c.rid.distinct())).where(
+                t.search_vectors.c.model_id == (model_id or ""))).scalar_one()
             stored = _get_meta(conn, "model_id")
-        return {"documents": len(docs), "with_vectors": len(vec),
+        return {"documents": docs, "with_vectors": vec, "pending": docs - vec,
                 "model_id": model_id, "indexed_model_id": stored,
                 "backfill": self.backfill_state}
+
+
+def _version_key(space: str, kind: str) -> str:
+    return f"writes:{kind}:{hashlib.sha256(space.encode('utf-8')).hexdigest()[:40]}"
 
 
 def _get_meta(conn: Connection, key: str) -> str | None:

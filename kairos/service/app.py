@@ -37,7 +37,7 @@ class Kairos:
             store, embedder, DbSessionStore(store) if store.shared_sessions else None)
         self.protocols = ProtocolService(store, self.search_engine)
         self.search_engine.spec_builders["protocol"] = self.protocols.spec_for
-        self.runs = RunService(store, self.protocols, embedder)
+        self.runs = RunService(store, self.protocols)
         self.finder = ProtocolFinder(store, self.search_engine,
                                      float(self.settings.search_threshold))
         self.entries = EntryService(store, self.search_engine)
@@ -138,11 +138,16 @@ class Kairos:
         return self.entries.cite(session_id, ids, caller)
 
     def index_records(self, kind: str, ids: list[str]) -> int:
-        """(Re)index records of a kind by id, e.g. after an import; returns how many."""
-        with self.store.write() as repo:
-            builder = self.search_engine.spec_builders[kind]
+        """(Re)index records of a kind by id; returns how many. Embeds before writing, and
+        stores only vectors of records unchanged since they were read."""
+        engine = self.search_engine
+        with self.store.read() as repo:
+            builder = engine.spec_builders[kind]
             specs = [spec for i in ids if (spec := builder(repo, i)) is not None]
-            self.search_engine.index(repo, specs)
+        vectors = engine.embed_docs(specs)
+        if vectors is not None:
+            with self.store.write() as repo:
+                engine._store_vectors(repo, specs, vectors, engine.embedder.model_id)
         return len(specs)
 
     def reindex(self, progress: Any = None) -> dict[str, Any]:
@@ -165,8 +170,5 @@ class Kairos:
     def close(self) -> None:
         """Stop background work (never exit while it is inside the model), then the store."""
         self.search_engine.stop()
-        wait = getattr(self.embedder, "join", None)
-        if wait is not None:
-            wait(30)
         self.store.close()
 

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 from sqlalchemy import insert, select, update
 
-from ..domain.errors import NotFoundError, ValidationError
+from ..domain.errors import CONFLICT, ConflictError, NotFoundError, ValidationError
 from ..domain.uris import new_id, to_uri
 from ..search.service import DUPLICATE_SEQ, DocSpec, Hit, SearchService, entry_spec
 from ..search.sessions import valid_session_id
@@ -25,7 +25,7 @@ SECTIONS = ("useful", "harmful", "contextual")
 MAX_TITLE = 120
 MAX_PLAYBOOK = 2000
 MAX_CONTENT = 100_000
-DUPLICATE_BUDGET = 0.75
+_GUARD_ATTEMPTS = 20
 DOWNRANK_FACTOR = 0.5
 MIN_SCORE_VECTOR = 0.50
 MIN_SCORE_TEXT = 0.35
@@ -71,11 +71,9 @@ def _text(value: Any, field: str, *, required: bool, limit: int) -> str | None:
 
 
 class EntryService:
-    def __init__(self, store: Store, search: SearchService, *,
-                 duplicate_budget: float = DUPLICATE_BUDGET) -> None:
+    def __init__(self, store: Store, search: SearchService) -> None:
         self.store = store
         self.search = search
-        self.duplicate_budget = duplicate_budget
         search.spec_builders["experience"] = self.spec_for
         search.spec_builders["manual"] = self.spec_for
 
@@ -89,6 +87,14 @@ class EntryService:
             rows = repo.categories(space)
         return [{"code": r["code"], "name": r["name"], "description": r["description"]}
                 for r in rows]
+
+    def _category_codes(self, space: str) -> set[str]:
+        with self.store.read() as repo:
+            codes = {r["code"] for r in repo.categories(space)}
+        if not codes:
+            with self.store.write() as repo:
+                codes = {c["code"] for c in self._ensure_categories(repo, space)}
+        return codes
 
     def list_categories(self, caller: Caller) -> dict[str, Any]:
         with self.store.write() as repo:
@@ -141,11 +147,11 @@ class EntryService:
             row = repo.conn.execute(select(_table(kind)).where(
                 _table(kind).c.id == entity_id)).mappings().first()
             if row is not None:
-                return self._spec(kind, dict(row))
+                return self.spec_of(kind, dict(row))
         return None
 
     @staticmethod
-    def _spec(kind: str, row: dict[str, Any]) -> DocSpec:
+    def spec_of(kind: str, row: dict[str, Any]) -> DocSpec:
         if kind == "experience":
             body = row["playbook"] + (f"\n\n{row['context']}" if row.get("context") else "")
         else:
@@ -158,18 +164,24 @@ class EntryService:
         if not isinstance(request, dict):
             raise ValidationError("request", "an object with entity_type, category, title, ...")
         kind = request.get("entity_type", "experience")
-        with self.store.write() as repo:
-            cats = {c["code"] for c in self._ensure_categories(repo, caller.space)}
-            values = self._validated(kind, request, cats)
-            check, vectors = self._duplicates(kind, caller.space, values, exclude=None)
-            stamp = now()
-            entry_id = new_id()
-            row = {"id": entry_id, "space": caller.space, "created_at": stamp,
-                   "updated_at": stamp, **values}
-            repo.conn.execute(insert(_table(kind)).values(**row))
-            self.search.index(repo, [self._spec(kind, row)], vectors)
-        return {"status": "stored", "entity_id": entry_id, "entity_type": kind,
-                "entry": self._public(kind, row, None), **check}
+        values = self._validated(kind, request, self._category_codes(caller.space))
+        stamp = now()
+        row = {"id": new_id(), "space": caller.space, "created_at": stamp,
+               "updated_at": stamp, **values}
+        spec = self.spec_of(kind, row)
+        vectors = self.search.embed_docs([spec])
+        for _ in range(_GUARD_ATTEMPTS):
+            seen = self.search.version(caller.space, kind)
+            check = self._duplicates(kind, caller.space, values, None, vectors)
+            with self.store.write() as repo:
+                if not self.search.guard(repo, caller.space, kind, seen):
+                    continue
+                repo.conn.execute(insert(_table(kind)).values(**row))
+                self.search.index(repo, [spec], vectors)
+            return {"status": "stored", "entity_id": row["id"], "entity_type": kind,
+                    "entry": self._public(kind, row, None), **check}
+        raise ConflictError(CONFLICT, "Other writers kept changing this space; retry.",
+                            field="request")
 
     def update_entry(self, request: Any, caller: Caller) -> dict[str, Any]:
         if not isinstance(request, dict):
@@ -180,18 +192,29 @@ class EntryService:
             raise ValidationError("entity_id", "the id of an experience or manual")
         if not isinstance(updates, dict) or not updates:
             raise ValidationError("updates", "an object with the fields to change")
-        with self.store.write() as repo:
-            kind, current = self._load(repo, entity_id, caller)
-            cats = {c["code"] for c in self._ensure_categories(repo, caller.space)}
+        cats = self._category_codes(caller.space)
+        for _ in range(_GUARD_ATTEMPTS):
+            with self.store.read() as repo:
+                kind, current = self._load(repo, entity_id, caller)
             values = self._validated(kind, updates, cats, current)
-            check, vectors = self._duplicates(kind, caller.space, values, exclude=entity_id)
             stamp = now()
-            repo.conn.execute(update(_table(kind)).where(_table(kind).c.id == entity_id)
-                              .values(updated_at=stamp, **values))
             row = {**current, **values, "updated_at": stamp}
-            self.search.index(repo, [self._spec(kind, row)], vectors)
-        return {"status": "updated", "entity_id": entity_id, "entity_type": kind,
-                "entry": self._public(kind, row, None), **check}
+            spec = self.spec_of(kind, row)
+            vectors = self.search.embed_docs([spec])
+            seen = self.search.version(caller.space, kind)
+            check = self._duplicates(kind, caller.space, values, entity_id, vectors)
+            table = _table(kind)
+            with self.store.write() as repo:
+                if not self.search.guard(repo, caller.space, kind, seen):
+                    continue
+                if not repo.conn.execute(update(table).where(
+                        (table.c.id == entity_id) & (table.c.updated_at == current["updated_at"]))
+                        .values(updated_at=stamp, **values)).rowcount:
+                    continue  # changed since it was read: apply the updates to the new one
+                self.search.index(repo, [spec], vectors)
+            return {"status": "updated", "entity_id": entity_id, "entity_type": kind,
+                    "entry": self._public(kind, row, None), **check}
+        raise ConflictError(CONFLICT, "The entry kept changing; retry.", field="entity_id")
 
     def _load(self, repo: Repo, entity_id: str, caller: Caller) -> tuple[str, dict[str, Any]]:
         for kind in ("experience", "manual"):
@@ -202,18 +225,13 @@ class EntryService:
         raise NotFoundError(f"No entry {entity_id}.", field="entity_id")
 
     def _duplicates(self, kind: str, space: str, values: dict[str, Any],
-                    exclude: str | None) -> tuple[dict[str, Any], np.ndarray | None]:
-        """Advisory duplicate check, run inside the write (so it never races the insert)
-        within a time budget: ≥ 0.85 → review_first, 0.50–0.84 → listed as FYI. Returns
-        the check and the entry's vectors, which the index reuses."""
+                    exclude: str | None, vectors: np.ndarray | None) -> dict[str, Any]:
+        """The advisory duplicate check (a read, before the write): ≥ 0.85 → review_first,
+        0.50–0.84 → listed as FYI."""
         body = values.get("playbook") or values.get("content") or ""
-        spec = self._spec(kind, {"id": "", "space": space, "updated_at": "", **values})
-        vectors = self.search.embed_docs([spec])
-        check = self.search.duplicate_check(kind, space, values["title"], body, exclude,
-                                            budget=self.duplicate_budget,
-                                            query_vector=None if vectors is None
-                                            else vectors[DUPLICATE_SEQ])
-        return check, vectors
+        return self.search.duplicate_check(kind, space, values["title"], body, exclude,
+                                           query_vector=None if vectors is None
+                                           else vectors[DUPLICATE_SEQ])
 
     # --- reads -------------------------------------------------------------------------------
 

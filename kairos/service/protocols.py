@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import re
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
@@ -24,11 +24,16 @@ from ..store.repo import Repo, Row
 from .clock import now
 
 BUILTIN_SPACE = "_builtin"
+_GUARD_ATTEMPTS = 20
 SIMILAR_THRESHOLD = 0.9
 BUILTINS = {
     "00000000-0000-0000-0000-000000002001": "create_protocol.md",
     "00000000-0000-0000-0000-000000002002": "refine_search.md",
 }
+
+
+class _Stale(Exception):
+    """The write guard saw another checked write since the check: check again."""
 
 
 @dataclass(frozen=True)
@@ -43,15 +48,16 @@ def title_key(title: str) -> str:
     return re.sub(r"\s+", " ", title).strip().casefold()
 
 
-def challenge_of(row: Row) -> Challenge:
+def challenge_of(row: Mapping[Any, Any]) -> Challenge:
     return from_issued(dict(row["challenge"]))
 
 
 def step_views(rows: list[Row]) -> list[StepView]:
-    return [StepView(to_uri(r["id"]), r["content"], challenge_of(r)) for r in rows]
+    return [StepView(to_uri(r["id"]), r["content"], challenge_of(r), r["label"]) for r in rows]
 
 
-def draft_of(protocol: Row, steps: list[Row]) -> markdown.ProtocolDraft:
+def draft_of(protocol: Mapping[Any, Any], steps: Sequence[Mapping[Any, Any]]
+             ) -> markdown.ProtocolDraft:
     return markdown.ProtocolDraft(
         protocol["title"],
         tuple(markdown.StepDraft(s["label"], s["content"], challenge_of(s)) for s in steps),
@@ -66,10 +72,6 @@ def _step_row(step_id: str, protocol_id: str, space: str, position: int,
             "challenge": draft.challenge.to_dict(), "updated_at": stamp}
 
 
-_CHALLENGE_BLOCK = re.compile(r"```json\s*\{.*?\}\s*```", re.DOTALL)
-_POW_PREFIX = re.compile(r"^\W*proof\s+of\s+work\W*:\W*", re.IGNORECASE | re.MULTILINE)
-
-
 def protocol_spec(protocol_id: str, space: str, draft: markdown.ProtocolDraft,
                   updated_at: str) -> DocSpec:
     """What search sees of a protocol (``domain.doctext``): its title, its step labels, and
@@ -77,8 +79,7 @@ def protocol_spec(protocol_id: str, space: str, draft: markdown.ProtocolDraft,
     intro joins the full text and the body column."""
     contents = []
     for step in draft.steps:
-        body = " ".join(_POW_PREFIX.sub("", _CHALLENGE_BLOCK.sub("", step.content))
-                        .replace("`", " ").split())
+        body = doctext.step_search_body(step.content)
         params = step.challenge.params
         detail = str(params.get("cmd") or params.get("tool_name") or params.get("prompt") or "")
         contents.append(body if detail in body else f"{body} {detail}".strip())
@@ -161,19 +162,62 @@ class ProtocolService:
 
     def _mint(self, drafts: list[markdown.ProtocolDraft], vectors: Sequence[np.ndarray | None],
               caller: Caller, llm_model_id: str | None, force_update: bool) -> dict[str, Any]:
-        items = []
-        try:
-            with self.store.write() as repo:
-                for draft, draft_vectors in zip(drafts, vectors, strict=True):
-                    items.append(self._store_draft(repo, draft, caller.space, llm_model_id,
-                                                   force_update, vectors=draft_vectors))
-        except IntegrityError:
-            # Another writer stored the same title between our check and our insert.
-            raise ConflictError(errors.DUPLICATE_CHAIN,
-                                "A protocol with this title was just stored by another "
-                                "writer. Pass force_update=true to replace it.",
-                                field="markdown_doc") from None
-        return {"status": "stored", "items": items, "total": len(items)}
+        """Check, then commit: the duplicate checks are plain reads before the write, and
+        the write guard (``SearchService.guard``) sends a mint back to check again when
+        another mint in the space committed in between."""
+        for _ in range(_GUARD_ATTEMPTS):
+            seen = self.search.version(caller.space, "protocol") if self.search else 0
+            checks = [self._check(d, v, caller.space, force_update)
+                      for d, v in zip(drafts, vectors, strict=True)]
+            items = []
+            try:
+                with self.store.write() as repo:
+                    if self.search is not None and not self.search.guard(
+                            repo, caller.space, "protocol", seen):
+                        raise _Stale
+                    for draft, draft_vectors, check in zip(drafts, vectors, checks,
+                                                           strict=True):
+                        items.append(self._store_draft(repo, draft, caller.space,
+                                                       llm_model_id, force_update,
+                                                       vectors=draft_vectors, check=check))
+            except _Stale:
+                continue
+            except IntegrityError:
+                # Another writer stored the same title between our check and our insert.
+                raise ConflictError(errors.DUPLICATE_CHAIN,
+                                    "A protocol with this title was just stored by another "
+                                    "writer. Pass force_update=true to replace it.",
+                                    field="markdown_doc") from None
+            return {"status": "stored", "items": items, "total": len(items)}
+        raise ConflictError(errors.CONFLICT, "Other writers kept changing this space; retry.",
+                            field="markdown_doc")
+
+    def _check(self, draft: markdown.ProtocolDraft, vectors: np.ndarray | None, space: str,
+               force_update: bool) -> dict[str, Any]:
+        """The advisory duplicate check of a draft (a read), refusing a near-copy of
+        another protocol with SIMILAR_MEMORY_FOUND unless ``force_update``."""
+        if self.search is None:
+            return {}
+        with self.store.read() as repo:
+            existing = repo.protocol_by_title(space, title_key(draft.title))
+            spec = protocol_spec("", space, draft, "")
+            check = self.search.duplicate_check(
+                "protocol", space, spec.title, spec.body,
+                existing["id"] if existing is not None else None,
+                query_vector=None if vectors is None else vectors[DUPLICATE_SEQ])
+            for dup in check["duplicates"]:
+                dup["uri"] = self._first_uri(repo, dup.pop("entity_id"))
+                dup["chain_label"] = dup.pop("title")
+                dup.pop("entity_type", None)
+        top = check["duplicates"][0] if check["duplicates"] else None
+        if top is not None and top["score"] >= SIMILAR_THRESHOLD and not force_update:
+            raise ConflictError(
+                errors.SIMILAR_MEMORY_FOUND,
+                f"'{draft.title}' is {top['score']:.0%} similar to the existing protocol "
+                f"'{top['chain_label']}' ({top['uri']}). Update that protocol, or pass "
+                "force_update=true to mint anyway.",
+                field="markdown_doc", line=draft.line, details=top)
+        return check
 
     def _embed_drafts(self, drafts: list[markdown.ProtocolDraft], space: str
                       ) -> Sequence[np.ndarray | None]:
@@ -181,16 +225,11 @@ class ProtocolService:
         transaction so that no writer waits on the model."""
         if self.search is None:
             return [None] * len(drafts)
-        specs = [protocol_spec("", space, d, "") for d in drafts]
-        matrix = self.search.embed_docs(specs)
-        if matrix is None:
-            return [None] * len(drafts)
-        ends = np.cumsum([len(s.vector_texts) for s in specs])
-        return list(np.split(matrix, ends[:-1]))
+        return self.search.embed_each([protocol_spec("", space, d, "") for d in drafts])
 
     def _store_draft(self, repo: Repo, draft: markdown.ProtocolDraft, space: str,
                      llm_model_id: str | None, force_update: bool, *,
-                     vectors: np.ndarray | None = None,
+                     vectors: np.ndarray | None = None, check: dict[str, Any] | None = None,
                      builtin: bool = False, protocol_id: str | None = None,
                      step_ids: list[str] | None = None,
                      source_hash: str | None = None) -> dict[str, Any]:
@@ -212,26 +251,6 @@ class ProtocolService:
         values = {"title": draft.title, "title_key": key, "intro": draft.intro,
                   "tags": draft.tags, "updated_at": stamp, "llm_model_id": llm_model_id,
                   "source_hash": source_hash}
-        check: dict[str, Any] = {}
-        if self.search is not None and not builtin:
-            spec = protocol_spec("", space, draft, stamp)
-            check = self.search.duplicate_check(
-                "protocol", space, spec.title, spec.body,
-                existing["id"] if existing is not None else None,
-                query_vector=None if vectors is None
-                                           else vectors[DUPLICATE_SEQ])
-            for dup in check["duplicates"]:
-                dup["uri"] = self._first_uri(repo, dup.pop("entity_id"))
-                dup["chain_label"] = dup.pop("title")
-                dup.pop("entity_type", None)
-            top = check["duplicates"][0] if check["duplicates"] else None
-            if top is not None and top["score"] >= SIMILAR_THRESHOLD and not force_update:
-                raise ConflictError(
-                    errors.SIMILAR_MEMORY_FOUND,
-                    f"'{draft.title}' is {top['score']:.0%} similar to the existing protocol "
-                    f"'{top['chain_label']}' ({top['uri']}). Update that protocol, or pass "
-                    "force_update=true to mint anyway.",
-                    field="markdown_doc", line=draft.line, details=top)
         if existing is None:
             pid = protocol_id or new_id()
             repo.insert_protocol(id=pid, space=space, builtin=builtin, created_at=stamp,
@@ -256,7 +275,7 @@ class ProtocolService:
             "step_count": len(new_rows),
             "steps": [{"uri": to_uri(r["id"]), "label": r["label"]} for r in new_rows],
             "updated": updated,
-            **check,
+            **(check or {}),
         }
 
     @staticmethod
@@ -361,56 +380,79 @@ class ProtocolService:
                 content = "\n".join(lines[first + 1:])
             else:
                 content = doc
-        with self.store.write() as repo:
-            step, proto, _steps = self.resolve(repo, uri, caller, writable=True)
+        for _ in range(_GUARD_ATTEMPTS):
+            with self.store.read() as repo:
+                step, proto, rows = self.resolve(repo, uri, caller, writable=True)
             new_label = label if label is not None and label.strip() else step["label"]
             body = content if content is not None else step["content"]
-            probe = f"# {proto['title']}\n\n## {new_label}\n\n{body}\n"
-            parsed = markdown.parse(probe)
+            parsed = markdown.parse(f"# {proto['title']}\n\n## {new_label}\n\n{body}\n")
             if len(parsed) != 1 or len(parsed[0].steps) != 1:
                 raise ValidationError("markdown_doc", "the body of one step, without H1/H2 "
                                       "headings outside code blocks")
             new_step = parsed[0].steps[0]
+            edited = {"label": new_step.label, "content": new_step.content,
+                      "challenge": new_step.challenge.to_dict()}
+            draft = draft_of(proto, [{**r, **edited} if r["id"] == step["id"] else r
+                                     for r in rows])
             stamp = now()
-            repo.update_step(step["id"], label=new_step.label, content=new_step.content,
-                             challenge=new_step.challenge.to_dict(), updated_at=stamp)
-            rows = repo.steps_of(proto["id"])
-            draft = draft_of(proto, rows)
-            repo.update_protocol(proto["id"], tags=draft.tags, updated_at=stamp)
-            self._reindex(repo, proto["id"], proto["space"], draft, stamp)
-        return {"uri": uri, "status": "updated", "label": new_step.label,
-                "challenge": new_step.challenge.to_dict()}
+            indexed = self._indexed(proto, draft, stamp)
+            with self.store.write() as repo:
+                if not repo.touch_protocol(proto["id"], proto["updated_at"], stamp,
+                                           tags=draft.tags):
+                    continue  # changed since it was read: edit the new version
+                repo.update_step(step["id"], updated_at=stamp, **edited)
+                self._index(repo, indexed)
+            return {"uri": uri, "status": "updated", "label": new_step.label,
+                    "challenge": new_step.challenge.to_dict()}
+        raise ConflictError(errors.CONFLICT, "The protocol kept changing; retry.", field="uris")
 
     def delete(self, uris: Any, caller: Caller, *, protocol: bool = False) -> dict[str, Any]:
         results = []
         for uri in _uri_list(uris):
             try:
-                with self.store.write() as repo:
-                    step, proto, steps = self.resolve(repo, uri, caller, writable=True)
-                    if protocol or len(steps) == 1:
-                        repo.delete_protocol(proto["id"])
-                        if self.search is not None:
-                            self.search.unindex(repo, "protocol", [proto["id"]])
-                        removed = [to_uri(s["id"]) for s in steps]
-                    else:
-                        repo.delete_steps([step["id"]])
-                        stamp = now()
-                        for pos, s in enumerate(r for r in steps if r["id"] != step["id"]):
-                            repo.update_step(s["id"], position=pos)
-                        rest = draft_of(proto, repo.steps_of(proto["id"]))
-                        repo.update_protocol(proto["id"], tags=rest.tags, updated_at=stamp)
-                        self._reindex(repo, proto["id"], proto["space"], rest, stamp)
-                        removed = [uri]
-                results.append({"uri": uri, "status": "deleted", "removed": removed})
+                results.append({"uri": uri, "status": "deleted",
+                                "removed": self._delete_one(uri, caller, protocol)})
             except KairosError as exc:
                 results.append({"uri": uri, "status": "error", **exc.to_dict()})
         ok = sum(r["status"] == "deleted" for r in results)
         return {"results": results, "total_deleted": ok, "total_failed": len(results) - ok}
 
-    def _reindex(self, repo: Repo, protocol_id: str, space: str,
-                 draft: markdown.ProtocolDraft, stamp: str) -> None:
-        if self.search is not None and space != BUILTIN_SPACE:
-            self.search.index(repo, [protocol_spec(protocol_id, space, draft, stamp)])
+    def _delete_one(self, uri: str, caller: Caller, whole: bool) -> list[str]:
+        for _ in range(_GUARD_ATTEMPTS):
+            with self.store.read() as repo:
+                step, proto, steps = self.resolve(repo, uri, caller, writable=True)
+            if whole or len(steps) == 1:
+                with self.store.write() as repo:
+                    step, proto, steps = self.resolve(repo, uri, caller, writable=True)
+                    repo.delete_protocol(proto["id"])
+                    if self.search is not None:
+                        self.search.unindex(repo, "protocol", [proto["id"]])
+                return [to_uri(s["id"]) for s in steps]
+            rest = [r for r in steps if r["id"] != step["id"]]
+            draft, stamp = draft_of(proto, rest), now()
+            indexed = self._indexed(proto, draft, stamp)
+            with self.store.write() as repo:
+                if not repo.touch_protocol(proto["id"], proto["updated_at"], stamp,
+                                           tags=draft.tags):
+                    continue
+                repo.delete_steps([step["id"]])
+                for pos, s in enumerate(rest):
+                    repo.update_step(s["id"], position=pos)
+                self._index(repo, indexed)
+            return [uri]
+        raise ConflictError(errors.CONFLICT, "The protocol kept changing; retry.", field="uris")
+
+    def _indexed(self, proto: Row, draft: markdown.ProtocolDraft, stamp: str
+                 ) -> tuple[DocSpec, np.ndarray | None] | None:
+        """A protocol's new search document and its vectors, made before the write."""
+        if self.search is None or proto["space"] == BUILTIN_SPACE:
+            return None
+        spec = protocol_spec(proto["id"], proto["space"], draft, stamp)
+        return spec, self.search.embed_docs([spec])
+
+    def _index(self, repo: Repo, indexed: tuple[DocSpec, np.ndarray | None] | None) -> None:
+        if indexed is not None and self.search is not None:
+            self.search.index(repo, [indexed[0]], indexed[1])
 
     def spec_for(self, repo: Repo, protocol_id: str) -> DocSpec | None:
         proto = repo.protocol(protocol_id)

@@ -13,7 +13,6 @@ from ..domain.uris import new_id, to_uri
 from ..store.db import Store
 from ..store.repo import Repo, Row
 from .clock import new_nonce, now
-from .ports import Embedder
 from .protocols import Caller, ProtocolService, step_views
 
 OUTCOMES = ("success", "failure")
@@ -31,19 +30,10 @@ def _state_values(state: RunState, stamp: str) -> dict[str, Any]:
             "attempt": state.attempt, "status": state.status, "updated_at": stamp}
 
 
-def _cosine(a: list[float], b: list[float]) -> float:
-    dot = sum(x * y for x, y in zip(a, b, strict=True))
-    na = math.sqrt(sum(x * x for x in a)) or 1.0
-    nb = math.sqrt(sum(y * y for y in b)) or 1.0
-    return dot / (na * nb)
-
-
 class RunService:
-    def __init__(self, store: Store, protocols: ProtocolService,
-                 embedder: Embedder | None = None) -> None:
+    def __init__(self, store: Store, protocols: ProtocolService) -> None:
         self.store = store
         self.protocols = protocols
-        self.embedder = embedder
 
     # --- begin -----------------------------------------------------------------------------
 
@@ -195,9 +185,8 @@ class RunService:
         if state.challenge is None or state.step_index >= len(steps):
             raise ValidationError("solution", "no pending challenge for this run")
         nonce, stamp = new_nonce(), now()
-        relevance = self._relevance(state, steps, solution)
         decision = engine.answer(steps, state, solution, sent_uri=sent_uri, new_nonce=nonce,
-                                 now=stamp, relevance=relevance, tool=tool)
+                                 now=stamp, tool=tool)
         values = _state_values(decision.state, stamp)
         if not repo.swap_run(run["id"], run["nonce"], **values):
             return None
@@ -217,22 +206,6 @@ class RunService:
             repo.bump_protocol(run["protocol_id"], successes=1, last_outcome="success",
                                last_run_at=stamp)
         return decision.response
-
-    def _relevance(self, state: RunState, steps: list[engine.StepView],
-                   solution: Any) -> float | None:
-        """Similarity of a comment to its step, when a comment passes every other check and
-        vectors are available; None skips the COMMENT_IRRELEVANT check."""
-        embedder = self.embedder
-        if (embedder is None or not embedder.ready or state.challenge is None
-                or state.challenge["type"] != "comment"
-                or engine.pending_refusal(state, solution) is not None):
-            return None
-        step = steps[state.step_index]
-        try:
-            a, b = embedder.embed([solution["comment"]["text"], step.content or step.uri])
-        except Exception:  # a failing provider must never fail an answer
-            return None
-        return _cosine(a, b)
 
     # --- history and verification -----------------------------------------------------------
 

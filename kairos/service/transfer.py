@@ -24,9 +24,10 @@ from sqlalchemy import Table, and_, insert, select
 from sqlalchemy.exc import IntegrityError
 
 from ..domain.errors import CONFLICT, ConflictError, ValidationError
+from ..search.service import DocSpec
 from ..store import schema as t
 from .clock import now
-from .protocols import Caller
+from .protocols import Caller, draft_of, protocol_spec
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
@@ -161,10 +162,33 @@ def _exists(conn: Connection, table: Table, row: dict[str, Any]) -> bool:
     return found is not None
 
 
+def _specs(kairos: Kairos, rows: dict[str, list[dict[str, Any]]], space: str
+           ) -> dict[str, DocSpec]:
+    """The search documents of an export's protocols and entries, as they will be stored
+    in ``space``: built from the rows themselves, so they are embedded before the write."""
+    steps: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for step in rows.get("steps", []):
+        steps[step["protocol_id"]].append(step)
+    out: dict[str, DocSpec] = {}
+    for proto in rows.get("protocols", []):
+        if proto.get("builtin") or not steps.get(proto["id"]):
+            continue
+        ordered = sorted(steps[proto["id"]], key=lambda r: r["position"])
+        out[proto["id"]] = protocol_spec(proto["id"], space, draft_of(proto, ordered),
+                                         proto["updated_at"])
+    for kind, table in (("experience", "experiences"), ("manual", "manuals")):
+        for row in rows.get(table, []):
+            out[row["id"]] = kairos.entries.spec_of(kind, {**row, "space": space})
+    return out
+
+
 def import_records(kairos: Kairos, records: Iterable[Any], caller: Caller) -> dict[str, Any]:
     """Write an export into ``caller.space`` (space columns are rewritten), then index the
     imported protocols, experiences and manuals for search."""
     header, rows = _parse(records)
+    engine = kairos.search_engine
+    specs = _specs(kairos, rows, caller.space)
+    vectors = dict(zip(specs, engine.embed_each(list(specs.values())), strict=True))
     inserted: dict[str, int] = {}
     skipped: dict[str, int] = {}
     fresh: dict[str, list[str]] = defaultdict(list)
@@ -184,17 +208,16 @@ def import_records(kairos: Kairos, records: Iterable[Any], caller: Caller) -> di
                     inserted[table.name] = inserted.get(table.name, 0) + 1
                     if table.name in INDEXED:
                         fresh[INDEXED[table.name]].append(values["id"])
-            engine = kairos.search_engine
-            specs = [spec for kind, ids in fresh.items() for i in ids
-                     if (spec := engine.spec_builders[kind](repo, i)) is not None]
-            engine.index(repo, specs)
+            indexed = [i for ids in fresh.values() for i in ids if i in specs]
+            for i in indexed:
+                engine.index(repo, [specs[i]], vectors[i])
     except IntegrityError as exc:
         reason = str(exc.orig).splitlines()[0] if exc.orig else "constraint violated"
         raise ConflictError(CONFLICT, f"The export conflicts with records already in space "
                             f"'{caller.space}' ({reason}); nothing was imported.",
                             field="records") from None
     return {"status": "imported", "space": caller.space, "from_space": header.get("space"),
-            "inserted": inserted, "skipped": skipped, "indexed": len(specs)}
+            "inserted": inserted, "skipped": skipped, "indexed": len(indexed)}
 
 
 __all__ = ["FORMAT", "NOT_EXPORTED", "SCOPES", "VERSION", "export_records", "import_records",

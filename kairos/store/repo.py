@@ -41,6 +41,13 @@ class Repo:
         self.conn.execute(update(t.protocols).where(t.protocols.c.id == protocol_id)
                           .values(**values))
 
+    def touch_protocol(self, protocol_id: str, seen: str, stamp: str, **values: Any) -> bool:
+        """Stamp a protocol as changed at ``stamp`` if it is still as read at ``seen``."""
+        return bool(self.conn.execute(
+            update(t.protocols).where((t.protocols.c.id == protocol_id)
+                                      & (t.protocols.c.updated_at == seen))
+            .values(updated_at=stamp, **values)).rowcount)
+
     def delete_protocol(self, protocol_id: str) -> None:
         self.conn.execute(delete(t.steps).where(t.steps.c.protocol_id == protocol_id))
         self.conn.execute(delete(t.protocols).where(t.protocols.c.id == protocol_id))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from kairos.search.embedders import LocalEmbedder
@@ -12,6 +13,7 @@ from kairos.service import Kairos
 from tests.conftest import make_kairos
 
 pytestmark = pytest.mark.slow
+REFERENCE = Path(__file__).resolve().parents[1] / "data" / "minilm_reference.npz"
 
 
 @pytest.fixture
@@ -29,6 +31,25 @@ def test_the_model_loads_offline_and_embeds(model: LocalEmbedder) -> None:
     assert model.model_id == "local:all-MiniLM-L6-v2:384" and model.state == "ready"
 
 
+def test_the_shipped_model_matches_its_checksums(model: LocalEmbedder) -> None:
+    assert model.verify() == []
+    assert (model.model_dir / "LICENSE").read_text().count("Apache License") >= 1
+
+
+def test_vectors_agree_with_sentence_transformers(model: LocalEmbedder) -> None:
+    """1,000 tldr texts against sentence-transformers' own vectors (computed once by
+    scripts/export_model.py --reference). fp32 must agree to the third decimal; the int8
+    graph is accepted on retrieval figures (bench/README.md) and held to its measured
+    agreement here."""
+    data = np.load(REFERENCE)
+    cosine = np.sum(model.embed([str(t) for t in data["texts"]]) * data["vectors"], axis=1)
+    assert len(cosine) == 1000
+    if model.meta["precision"] == "fp32":
+        assert cosine.min() >= 0.999
+    else:
+        assert cosine.mean() >= 0.985 and cosine.min() >= 0.95
+
+
 def test_semantic_search_finds_paraphrases(k: Kairos) -> None:
     web = k.mint("# Ship the website to production\n\n## Build\n\nnpm run build\n\n"
                  "## Upload\n\nrsync -a dist/ web:/srv/www\n")["items"][0]["uri"]
@@ -38,24 +59,6 @@ def test_semantic_search_finds_paraphrases(k: Kairos) -> None:
     assert matches and matches[0]["uri"] == web
     assert k.search("xyzqwerty nonexistent protocol foobar")["message"].startswith(
         "No existing protocol matched")
-
-
-def test_comment_irrelevant_with_real_vectors(k: Kairos) -> None:
-    uris = [s["uri"] for s in k.mint(
-        "# Security review\n\n## Read the checklist\n\nRead the security checklist and "
-        "verify the firewall rules and the TLS settings.\n\nPROOF OF WORK: comment "
-        "min_length=20\n\n## Done\n\nFinished.\n")["items"][0]["steps"]]
-    challenge = k.begin(uris[0])["challenge"]
-
-    def answer(text: str, ch: dict) -> dict:
-        return k.next(uris[1], {"type": "comment", "nonce": ch["nonce"],
-                                "proof_hash": ch["proof_hash"], "comment": {"text": text}})
-
-    refused = answer("My favourite pizza topping is pineapple with ham.", challenge)
-    assert refused["error_code"] == "COMMENT_IRRELEVANT"
-    accepted = answer("I checked the firewall rules and the TLS settings on the checklist.",
-                      refused["challenge"])
-    assert "error_code" not in accepted
 
 
 def test_near_duplicate_entries_are_flagged(k: Kairos) -> None:

@@ -29,7 +29,8 @@ def test_successful_protocols_rank_a_little_higher(home: Path) -> None:
         kairos.attest(docs["bravo"], "success", "restarted", caller,
                       solution={"type": "comment", "nonce": begun["challenge"]["nonce"],
                                 "proof_hash": begun["challenge"]["proof_hash"],
-                                "comment": {"text": "Restarted the bravo service fine."}})
+                                "comment": {"text": "Restarted bravo on web-1 at 10:04; "
+                                                        "systemctl reports it active."}})
     after = {c["uri"]: c["score"] for c in kairos.search(query)["choices"]
              if c["role"] == "match"}
     assert after[docs["bravo"]] > before[docs["bravo"]]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -270,28 +269,6 @@ def test_duplicates_between_half_and_085_are_listed_as_fyi(home: Path) -> None:
                                       "in the vault."})
     assert half["duplicates"] and "recommendation" not in half
     assert 0.5 <= half["duplicates"][0]["score"] < 0.85
-
-
-def test_duplicate_check_timeout_still_writes_with_a_warning(
-        kairos: Kairos, monkeypatch: pytest.MonkeyPatch) -> None:
-    k = kairos
-    release, finished = threading.Event(), threading.Event()
-    original = k.search_engine.similar
-
-    def slow_similar(*args: Any, **kwargs: Any) -> list[dict[str, Any]]:
-        try:
-            release.wait(timeout=5)  # the check outlives its budget
-            return original(*args, **kwargs)
-        finally:
-            finished.set()
-
-    monkeypatch.setattr(k.search_engine, "similar", slow_similar)
-    k.entries.duplicate_budget = 0.05
-    stored = k.write_entry(dict(VAULT))
-    release.set()
-    assert finished.wait(timeout=10)
-    assert stored["warnings"] == ["duplicate_check_timeout=true"]
-    assert k.read_entries({"ids": [stored["entity_id"]]})["count"] == 1
 
 
 def test_update_entry_revalidates_and_reindexes(k: Kairos) -> None:

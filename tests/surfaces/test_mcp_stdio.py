@@ -15,7 +15,7 @@ from tests.spec.seedkit import THREE_STEPS, shell_ok
 
 ROOT = Path(__file__).resolve().parents[2]
 # (The SDK itself imports starlette and uvicorn; those are its cost, not ours.)
-HEAVY = ("torch", "sentence_transformers", "numpy", "sqlalchemy", "alembic", "fastapi",
+HEAVY = ("onnxruntime", "tokenizers", "numpy", "sqlalchemy", "alembic", "fastapi",
          "prometheus_client", "kairos.service", "kairos.store", "kairos.search", "kairos.api")
 
 
