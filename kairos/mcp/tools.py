@@ -88,7 +88,8 @@ def _obj(properties: JSON, required: list[str] | None = None, *, closed: bool = 
 
 
 def _search(k: Kairos, a: JSON, c: Call) -> JSON:
-    return k.search(a["query"], c.caller, limit=a.get("limit"))
+    result = k.search(a["query"], c.caller, limit=a.get("limit"))
+    return {**result, **k.search_notice()}
 
 
 def _begin(k: Kairos, a: JSON, c: Call) -> JSON:
