@@ -257,6 +257,11 @@ def _using(settings: Settings | None = None) -> Iterator[Kairos]:
         k.close()
 
 
+def _when(stamp: str | None) -> str:
+    """An ISO timestamp to the minute, as a table shows it."""
+    return (stamp or "")[:16].replace("T", " ")
+
+
 def _read(path: Path) -> str:
     try:
         return sys.stdin.read() if str(path) == "-" else path.read_text("utf-8")
@@ -440,39 +445,44 @@ def run(
         labels = [s["label"] for s in whole["steps"]]
         run_id = k.listing.run_of_nonce(response["challenge"]["nonce"], caller)["run_id"]
         say(f"Run {run_id}: {whole['chain_label']} ({len(steps)} steps)")
-        while True:
-            step, challenge = response["current_step"], response["challenge"]
-            index = steps.index(step["uri"])
-            say("")
-            say(f"Step {index + 1}/{len(steps)}: {labels[index]}  ({step['uri']})")
-            say(step["content"].strip())
-            if response.get("error_code") == MAX_RETRIES_EXCEEDED:
-                say(f"This step's answer was refused {response['retry_count']} times.")
-                if yes or not typer.confirm("Try again?", default=False, err=True):
-                    k.abort_run(run_id, caller,
-                                f"Aborted from the command line at step {index + 1} after "
-                                f"{response['retry_count']} refused answers.")
-                    raise CliError(
-                        f"run {run_id} aborted at step {index + 1}; to fix the step: "
-                        f"kairos dump {step['uri']} > step.md, edit it, "
-                        f"kairos update {step['uri']} step.md")
-            elif response.get("error_code"):
-                say(f"Not accepted: {response['message']}")
-            say(f"Challenge: {challenge['description']}")
-            solution = _answer(challenge, step, yes)
-            if solution is None:
-                k.abort_run(run_id, caller, f"Declined at step {index + 1}: "
-                                            f"{challenge['user_input']['prompt']}")
-                raise CliError(f"run {run_id} aborted: you declined "
-                               f"\"{challenge['user_input']['prompt']}\"")
-            if index < len(steps) - 1:
-                response = k.next(steps[index + 1], solution, caller)
-                continue
-            done = k.attest(step["uri"], "success", "Run from the command line.", caller,
-                            solution=solution)
-            if "run_id" in done:
-                break
-            response = done  # the last answer was refused: the same step, a fresh challenge
+        try:
+            while True:
+                step, challenge = response["current_step"], response["challenge"]
+                index = steps.index(step["uri"])
+                say("")
+                say(f"Step {index + 1}/{len(steps)}: {labels[index]}  ({step['uri']})")
+                say(step["content"].strip())
+                if response.get("error_code") == MAX_RETRIES_EXCEEDED:
+                    say(f"This step's answer was refused {response['retry_count']} times.")
+                    if yes or not typer.confirm("Try again?", default=False, err=True):
+                        k.abort_run(run_id, caller,
+                                    f"Aborted from the command line at step {index + 1} after "
+                                    f"{response['retry_count']} refused answers.")
+                        raise CliError(
+                            f"run {run_id} aborted at step {index + 1}; to fix the step: "
+                            f"kairos dump {step['uri']} > step.md, edit it, "
+                            f"kairos update {step['uri']} step.md")
+                elif response.get("error_code"):
+                    say(f"Not accepted: {response['message']}")
+                say(f"Challenge: {challenge['description']}")
+                solution = _answer(challenge, step, yes)
+                if solution is None:
+                    k.abort_run(run_id, caller, f"Declined at step {index + 1}: "
+                                                f"{challenge['user_input']['prompt']}")
+                    raise CliError(f"run {run_id} aborted: you declined "
+                                   f"\"{challenge['user_input']['prompt']}\"")
+                if index < len(steps) - 1:
+                    response = k.next(steps[index + 1], solution, caller)
+                    continue
+                done = k.attest(step["uri"], "success", "Run from the command line.", caller,
+                                solution=solution)
+                if "run_id" in done:
+                    break
+                response = done  # the last answer was refused: the same step, a fresh challenge
+        except (KeyboardInterrupt, typer.Abort) as exc:
+            raise CliError(f"interrupted; run {run_id} is still active (`kairos abort "
+                           f"{run_id}` ends it)",
+                           130 if isinstance(exc, KeyboardInterrupt) else 1) from None
         verified = k.verify_run(done["run_id"], caller)
     if as_json:
         out.as_json({"attestation": done, "verification": verified})
@@ -507,7 +517,8 @@ def mint(
             failed += 1
             results.append({"file": str(file), "error": result.to_dict()})
             where = f":{result.line}" if result.line else ""
-            out.error(f"{file}{where}: {result.message} [{result.code}]")
+            message = result.message.replace("Pass force_update=true", "Pass --force")
+            out.error(f"{file}{where}: {message} [{result.code}]")
             return
         results.append({"file": str(file), **result})
         if not as_json:
@@ -626,7 +637,7 @@ def list_(
         return
     out.table(["uri", "steps", "runs", "ok", "failed", "updated", "protocol"],
               [[p["uri"], p["step_count"], p["runs"], p["successes"], p["failures"],
-                p["updated_at"][:19], p["chain_label"]] for p in page["items"]],
+                _when(p["updated_at"]), p["chain_label"]] for p in page["items"]],
               no_wrap=["uri"])
     shown = len(page["items"])
     if page["has_more"]:
@@ -728,7 +739,7 @@ def runs(
         return
     out.table(["run", "status", "outcome", "step", "updated", "protocol"],
               [[r["run_id"], r["status"], r["outcome"] or "-",
-                f"{r['step']}/{r['step_count']}", r["updated_at"][:19], r["chain_label"] or "?"]
+                f"{r['step']}/{r['step_count']}", _when(r["updated_at"]), r["chain_label"] or "?"]
                for r in listed["items"]], no_wrap=["run"])
 
 

@@ -521,3 +521,12 @@ def test_search_says_when_it_answered_from_text_only(env: Path, tmp_path: Path,
     raw = json.loads(run("search", "--json", "project setup").stdout)
     assert raw["degraded"] is True and raw["search_mode"] == "text"
     assert raw["provider"] == "none"
+
+
+def test_run_ended_without_answers_names_the_active_run(env: Path, tmp_path: Path) -> None:
+    steps = mint_text(tmp_path, DEPLOY)
+    walked = run("run", steps[0], input="")
+    (active,) = runs_json()
+    assert walked.exit_code == 1 and active["status"] == "active"
+    assert walked.stderr.endswith(f"interrupted; run {active['run_id']} is still active "
+                                  f"(`kairos abort {active['run_id']}` ends it)\n")
