@@ -443,7 +443,7 @@ def run(
         whole = k.dump(uri, caller, protocol=True)
         steps = [s["uri"] for s in whole["steps"]]
         labels = [s["label"] for s in whole["steps"]]
-        run_id = k.listing.run_of_nonce(response["challenge"]["nonce"], caller)["run_id"]
+        run_id = k.run_of_nonce(response["challenge"]["nonce"], caller)["run_id"]
         say(f"Run {run_id}: {whole['chain_label']} ({len(steps)} steps)")
         try:
             while True:

@@ -108,6 +108,9 @@ class Kairos:
     def list_runs(self, caller: Caller = Caller(), **filters: Any) -> dict[str, Any]:
         return self.listing.runs_list(caller, **filters)
 
+    def run_of_nonce(self, nonce: Any, caller: Caller = Caller()) -> dict[str, Any]:
+        return self.listing.run_of_nonce(nonce, caller)
+
     def abort_run(self, run_id: Any, caller: Caller = Caller(), message: Any = None
                   ) -> dict[str, Any]:
         return self.listing.abort(run_id, caller, message)
