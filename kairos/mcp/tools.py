@@ -154,7 +154,8 @@ TOOLS: tuple[ToolSpec, ...] = (
         "response lists `choices`: matches (role `match`, with a score in [0, 1]), then a "
         "`refine` choice (help writing a better query) and a `create` choice (write a new "
         "protocol). Pick one and do exactly what its `next_action` says — usually "
-        "kairos_begin with its uri.",
+        "kairos_begin with its uri. `degraded: true` in the response means the matches "
+        "were ranked by text alone (`provider_hint` says why): try other words if none fits.",
         _obj({"query": {"type": "string",
                         "description": "What the user wants done, in a few words."},
               "limit": {"type": "integer",
