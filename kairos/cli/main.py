@@ -616,6 +616,8 @@ def dump(
 def list_(
     title: Annotated[str | None, typer.Option(
         metavar="TEXT", help="Only protocols whose title contains this text.")] = None,
+    tag: Annotated[str | None, typer.Option(
+        metavar="TAG", help="Only protocols with this tag (see --json).")] = None,
     builtin: Annotated[bool, typer.Option("--builtin",
                                           help="Include the built-in protocols.")] = False,
     limit: Annotated[int, typer.Option(metavar="N", min=1, max=500,
@@ -630,7 +632,7 @@ def list_(
     title; stderr says when more pages follow."""
     _json_mode(as_json)
     with _using() as k:
-        page = k.list_protocols(_caller(k), limit=limit, offset=offset, title=title,
+        page = k.list_protocols(_caller(k), limit=limit, offset=offset, title=title, tag=tag,
                                 builtin=builtin)
     if as_json:
         out.as_json(page)

@@ -35,15 +35,17 @@ class Listing:
         self.runs = runs
 
     def protocols(self, caller: Caller, *, limit: Any = 50, offset: Any = 0,
-                  title: str | None = None, builtin: bool = False) -> dict[str, Any]:
+                  title: str | None = None, tag: str | None = None,
+                  builtin: bool = False) -> dict[str, Any]:
         """The caller's protocols, most recently changed first; ``title`` keeps those whose
-        title contains it (case-insensitive), ``builtin`` adds the built-in ones."""
+        title contains it (case-insensitive), ``tag`` those with that tag, ``builtin`` adds
+        the built-in ones."""
         limit = _count(limit, "limit", 1, MAX_PAGE)
         offset = _count(offset, "offset", 0, 2**31 - 1)
         needle = re.sub(r"\s+", " ", title).strip() if title else None
         with self.store.read() as repo:
             rows, total = repo.protocol_page(caller.space, builtin=builtin, title=needle,
-                                             limit=limit, offset=offset)
+                                             tag=tag or None, limit=limit, offset=offset)
             ids = [r["id"] for r in rows]
             first = repo.protocols_with_first_step(ids)
             counts = repo.step_counts(ids)

@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from sqlalchemy import delete, func, insert, select, update
+from sqlalchemy import Text, cast, delete, func, insert, select, update
 from sqlalchemy.engine import Connection, RowMapping
 
 from . import schema as t
 
 Row = RowMapping
+
+
+def _like(text: str) -> str:
+    """``text`` as a literal inside a LIKE pattern escaped with a backslash."""
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
 class Repo:
@@ -45,16 +51,19 @@ class Repo:
         self.conn.execute(delete(t.steps).where(t.steps.c.protocol_id == protocol_id))
         self.conn.execute(delete(t.protocols).where(t.protocols.c.id == protocol_id))
 
-    def protocol_page(self, space: str, *, builtin: bool, title: str | None, limit: int,
-                      offset: int) -> tuple[list[Row], int]:
+    def protocol_page(self, space: str, *, builtin: bool, title: str | None,
+                      tag: str | None = None, limit: int, offset: int
+                      ) -> tuple[list[Row], int]:
         """One page of a space's protocols, newest change first, and how many match; the
-        title filter is a case-insensitive substring."""
+        title filter is a case-insensitive substring, the tag filter an exact tag."""
         c = t.protocols.c
         cond: list[Any] = [(c.space == space) | c.builtin if builtin else c.space == space]
         if title:
-            escaped = title.casefold().replace("\\", "\\\\").replace("%", "\\%").replace(
-                "_", "\\_")
-            cond.append(c.title_key.like(f"%{escaped}%", escape="\\"))
+            cond.append(c.title_key.like(f"%{_like(title.casefold())}%", escape="\\"))
+        if tag:
+            # Tags are a JSON list of strings: match the quoted string in its text.
+            quoted = json.dumps(tag, ensure_ascii=False)
+            cond.append(cast(c.tags, Text).like(f"%{_like(quoted)}%", escape="\\"))
         total = int(self.conn.execute(
             select(func.count()).select_from(t.protocols).where(*cond)).scalar_one())
         q = (select(t.protocols).where(*cond)

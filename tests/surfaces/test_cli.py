@@ -320,9 +320,10 @@ def runs_json() -> list[dict[str, Any]]:
 
 
 def test_list_pages_filters_and_json(env: Path, tmp_path: Path) -> None:
-    for i in range(3):
-        mint_text(tmp_path, f"# Protocol number {i}\n\n## Only step\n\nDo thing {i} now.\n\n"
-                            "PROOF OF WORK: comment min_length=20\n", f"p{i}.md")
+    for i, name in enumerate(("alpha", "bravo", "charlie")):
+        mint_text(tmp_path, f"# Protocol number {i}\n\n## Only step\n\nCheck {name} and "
+                            f"{name} again.\n\nPROOF OF WORK: comment min_length=20\n",
+                  f"p{i}.md")
     listed = run("list")
     assert listed.exit_code == 0 and listed.stderr == ""
     lines = listed.stdout.splitlines()
@@ -335,6 +336,13 @@ def test_list_pages_filters_and_json(env: Path, tmp_path: Path) -> None:
     assert "next page: --offset 2" in first_page.stderr
     assert run("list", "--limit", "2", "--offset", "2").stdout.splitlines() == lines[2:]
     assert run("list", "--title", "NUMBER 1").stdout.splitlines() == lines[1:2]
+    items = json.loads(run("list", "--json").stdout)["items"]
+    for tag in {t for p in items for t in p["tags"]}:
+        tagged = run("list", "--tag", tag).stdout.splitlines()
+        assert tagged == [line for line, p in zip(lines, items, strict=True)
+                          if tag in p["tags"]]
+    assert run("list", "--tag", "bravo").stdout.splitlines() == lines[1:2]
+    assert run("list", "--tag", "no-such-tag").stdout == ""
     page = json.loads(run("list", "--json", "--limit", "1").stdout)
     assert page["total"] == 3 and page["has_more"] is True and len(page["items"]) == 1
     assert set(page["items"][0]) >= {"uri", "chain_label", "step_count", "runs", "tags"}
