@@ -1,6 +1,9 @@
 """Settings from environment variables (``KAIROS_*``) and an optional ``kairos.toml``.
 
-Each value remembers where it came from, so ``kairos doctor`` can say so.
+Each value remembers where it came from, so ``kairos doctor`` can say so. Everything is
+validated once, when the settings are loaded: a malformed file, an unknown key or a bad
+value raises ``ConfigError`` naming every problem (key, value, where it came from and what
+was expected), before any command does anything.
 """
 
 from __future__ import annotations
@@ -9,7 +12,10 @@ import os
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ValidationError as PydanticError
 
 DEFAULTS: dict[str, Any] = {
     "home": "~/.kairos",
@@ -25,6 +31,48 @@ DEFAULTS: dict[str, Any] = {
     "api_tokens": "",
     "tokens_file": "",
 }
+
+EXPECTED: dict[str, str] = {
+    "home": "a directory path",
+    "database_url": "empty, sqlite:///<file> or postgresql://…",
+    "space": "1 to 64 characters",
+    "embedder": "local, openai or none",
+    "openai_base_url": "an http:// or https:// URL",
+    "openai_model": "a model name",
+    "openai_api_key": "a string",
+    "search_threshold": "a number from 0 to 1",
+    "host": "an address such as 127.0.0.1 or 0.0.0.0",
+    "port": "an integer from 1 to 65535",
+    "api_tokens": "token:space,…",
+    "tokens_file": "a file path",
+}
+
+
+class _Values(BaseModel):
+    """The checked shape of the settings (types, ranges, choices; no unknown keys)."""
+
+    model_config = ConfigDict(extra="forbid", strict=False)
+
+    home: str = Field(min_length=1)
+    database_url: str = Field(pattern=r"^(|sqlite(\+\w+)?:///.*|postgres(ql)?(\+\w+)?://.+)$")
+    space: str = Field(min_length=1, max_length=64)
+    embedder: Literal["local", "openai", "none"]
+    openai_base_url: str = Field(pattern=r"^https?://.+")
+    openai_model: str = Field(min_length=1)
+    openai_api_key: str
+    search_threshold: float = Field(ge=0.0, le=1.0, allow_inf_nan=False)
+    host: str = Field(min_length=1)
+    port: int = Field(ge=1, le=65535)
+    api_tokens: str
+    tokens_file: str
+
+
+class ConfigError(ValueError):
+    """The configuration cannot be used; ``problems`` has one sentence per bad key."""
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = problems
+        super().__init__("configuration: " + "; ".join(problems))
 
 
 @dataclass
@@ -49,33 +97,66 @@ class Settings:
         return f"sqlite:///{self.home_path / 'kairos.db'}"
 
 
-def _coerce(key: str, raw: Any) -> Any:
-    default = DEFAULTS[key]
-    if isinstance(default, float):
-        return float(raw)
-    if isinstance(default, int):
-        return int(raw)
-    return str(raw)
+def source_name(key: str, source: str) -> str:
+    """How a user names where a value came from: ``KAIROS_PORT``, ``--port``, a file."""
+    if source.startswith("env "):
+        return source[4:]
+    if source == "argument":
+        return "--" + key.replace("_", "-")
+    if source.startswith("file "):
+        return f"{key} in {source[5:]}"
+    return key
+
+
+def config_path(env: dict[str, str] | None = None) -> Path:
+    env = dict(os.environ) if env is None else env
+    return Path(env.get("KAIROS_CONFIG") or "kairos.toml")
 
 
 def load_settings(env: dict[str, str] | None = None, toml_path: Path | None = None,
                   **overrides: Any) -> Settings:
-    """Precedence: explicit overrides > environment > kairos.toml > defaults."""
+    """Precedence: explicit overrides > environment > kairos.toml > defaults.
+
+    Raises ConfigError naming every unreadable file, unknown key and bad value."""
     env = dict(os.environ) if env is None else env
-    values = dict(DEFAULTS)
+    raw: dict[str, Any] = dict(DEFAULTS)
     sources = dict.fromkeys(DEFAULTS, "default")
-    path = toml_path or Path(env.get("KAIROS_CONFIG", "kairos.toml"))
+    problems: list[str] = []
+    path = toml_path or config_path(env)
     if path.is_file():
-        with path.open("rb") as fh:
-            data = tomllib.load(fh)
-        for key, raw in data.get("kairos", data).items():
+        try:
+            with path.open("rb") as fh:
+                data = tomllib.load(fh)
+        except (OSError, tomllib.TOMLDecodeError) as exc:
+            raise ConfigError([f"{path}: not a readable TOML file ({exc})"]) from None
+        table = data.get("kairos", data)
+        if not isinstance(table, dict):
+            table = {}
+            problems.append(f"{path}: [kairos] must be a table of settings")
+        for key, value in table.items():
             if key in DEFAULTS:
-                values[key], sources[key] = _coerce(key, raw), f"file {path}"
+                raw[key], sources[key] = value, f"file {path}"
+            else:
+                problems.append(f"{path}: unknown key {key!r} (known: {', '.join(DEFAULTS)})")
     for key in DEFAULTS:
         name = f"KAIROS_{key.upper()}"
-        if name in env and env[name] != "":
-            values[key], sources[key] = _coerce(key, env[name]), f"env {name}"
-    for key, raw in overrides.items():
-        if raw is not None:
-            values[key], sources[key] = _coerce(key, raw), "argument"
-    return Settings(values, sources)
+        if env.get(name, "") != "":
+            raw[key], sources[key] = env[name], f"env {name}"
+    for key, value in overrides.items():
+        if value is not None:
+            raw[key], sources[key] = value, "argument"
+    try:
+        checked = _Values(**raw).model_dump()
+    except PydanticError as exc:
+        checked = {}
+        for error in exc.errors():
+            key = str(error["loc"][0]) if error["loc"] else "?"
+            problems.append(f"{source_name(key, sources.get(key, 'default'))}="
+                            f"{raw.get(key)!r}: expected {EXPECTED.get(key, error['msg'])}")
+    if problems:
+        raise ConfigError(problems)
+    return Settings(checked, sources)
+
+
+__all__ = ["DEFAULTS", "EXPECTED", "ConfigError", "Settings", "config_path", "load_settings",
+           "source_name"]

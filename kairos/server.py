@@ -8,6 +8,7 @@ this module, called by the CLI, is the one place that knows them all.
 from __future__ import annotations
 
 import os
+import socket
 from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING
@@ -18,7 +19,33 @@ if TYPE_CHECKING:
 
 
 class ServeError(Exception):
-    """A configuration that must not be served (message says why)."""
+    """A configuration that must not be served, or an address that cannot be listened on
+    (message says why; ``exit_code`` 2 for configuration, 1 for a failure)."""
+
+    def __init__(self, message: str, exit_code: int = 2) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """Bind and listen before anything is announced: an address in use is reported as
+    one error instead of after a start-up banner."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
+    except socket.gaierror as exc:
+        raise ServeError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(2048)
+    except OSError as exc:
+        sock.close()
+        raise ServeError(f"cannot listen on {host}:{port}: {exc.strerror or exc}",
+                         exit_code=1) from None
+    sock.set_inheritable(True)
+    return sock
 
 
 def tokens_of(settings: Settings) -> dict[str, str]:
@@ -44,25 +71,31 @@ def serve_http(settings: Settings, service: Callable[[], Kairos], *, stateless: 
     problem = check_bind(bind, tokens)
     if problem:
         raise ServeError(problem)
-    if tokens:
-        spaces = ", ".join(sorted(set(tokens.values())))
-        say(f"{len(tokens)} API token(s) configured (spaces: {spaces}); every request "
-            "except /health needs Authorization: Bearer <token>.")
-    else:
-        say(f"No API tokens configured: listening on {bind} only, without authentication. "
-            "Set KAIROS_API_TOKENS or KAIROS_TOKENS_FILE to serve a network.")
-    k = service()
-    load = getattr(k.embedder, "load", None)
-    if load is not None:
-        load()  # the local model, before the first request rather than during it
-    web = create_app(k, tokens=tokens, host=bind, mcp_stateless=stateless,
-                     mcp_factory=partial(build_server, ServiceRef.of(k)))
-    base = f"http://{bind}:{port}"
-    say(f"KAIROS on {base}: MCP {base}/mcp, REST {base}/api/v1, docs {base}/docs")
+    sock = listen(bind, port)
     try:
-        uvicorn.run(web, host=bind, port=port, log_level=log_level)
+        if tokens:
+            spaces = ", ".join(sorted(set(tokens.values())))
+            say(f"{len(tokens)} API token(s) configured (spaces: {spaces}); every request "
+                "except /health needs Authorization: Bearer <token>.")
+        else:
+            say(f"No API tokens configured: listening on {bind} only, without "
+                "authentication. Set KAIROS_API_TOKENS or KAIROS_TOKENS_FILE to serve a "
+                "network.")
+        k = service()
+        try:
+            load = getattr(k.embedder, "load", None)
+            if load is not None:
+                load()  # the local model, before the first request rather than during it
+            web = create_app(k, tokens=tokens, host=bind, mcp_stateless=stateless,
+                             mcp_factory=partial(build_server, ServiceRef.of(k)))
+            base = f"http://{bind}:{port}"
+            say(f"KAIROS on {base}: MCP {base}/mcp, REST {base}/api/v1, docs {base}/docs")
+            config = uvicorn.Config(web, host=bind, port=port, log_level=log_level)
+            uvicorn.Server(config).run(sockets=[sock])
+        finally:
+            k.close()
     finally:
-        k.close()
+        sock.close()
 
 
 def serve_stdio(settings: Settings, server_url: str | None) -> None:

@@ -148,9 +148,9 @@ def create_app(kairos: Kairos, *, tokens: Mapping[str, str] | None = None,
             body = kairos.health()
         except Exception as exc:
             log.exception("health check failed")
-            return JSONResponse({"status": "error", "store": {"ok": False},
+            return JSONResponse({"status": "unhealthy", "store": {"ok": False},
                                  "error": type(exc).__name__}, status_code=503)
-        return JSONResponse(body, status_code=200 if body.get("status") == "ok" else 503)
+        return JSONResponse(body, status_code=200 if body.get("status") == "healthy" else 503)
 
     @app.get("/metrics", tags=["operations"], summary="Prometheus metrics")
     def prometheus() -> Response:

@@ -6,30 +6,37 @@ before a command needs it.
 
 The surfaces are put together in ``kairos.server`` (the composition root): ``serve`` runs
 the REST app with the MCP server inside it, ``mcp`` runs the MCP server on stdio.
+
+Every command follows the same rules (``output``): data on stdout, unwrapped when stdout
+is not a terminal; ``--json`` wherever data is printed; an error is one line on stderr,
+``error: …``, with exit code 2 for usage and configuration errors and 1 for failures.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
+from typer._click import exceptions as click_errors
+from typer._click.formatting import join_options
+from typer.core import TyperCommand, TyperGroup
 
+from ..config import ConfigError
 from ..domain.errors import KairosError
+from . import output as out
+from .output import CliError
 
 if TYPE_CHECKING:
+    from typer._click import Context, HelpFormatter, Parameter
+
     from ..config import Settings
     from ..service import Caller, Kairos
-
-app = typer.Typer(help="KAIROS: a memory server for AI agents.", no_args_is_help=True,
-                  add_completion=False)
-console = Console()
-err = Console(stderr=True)
 
 SAMPLE = """# Sample: create a project skeleton
 
@@ -52,9 +59,162 @@ PROOF OF WORK: comment min_length=20
 MANY_FILES = 3  # from this many files on, mint shows a progress bar
 MINT_BATCH = 32  # files minted per pass of the embedding model
 SECRET_SETTINGS = {"openai_api_key", "api_tokens"}
+OTHER_VARIABLES = {"KAIROS_CONFIG", "KAIROS_TOKEN", "KAIROS_SESSION_ID", "KAIROS_TRACEBACK",
+                   "KAIROS_TEST_DATABASE_URL"}  # read outside the settings
+LOG_LEVELS = ("critical", "error", "warning", "info", "debug", "trace")
+
+
+# --- help and errors ---------------------------------------------------------------------
+
+def _param_name(param: Parameter) -> str:
+    return str(param.metavar or (param.name or "").upper())
+
+
+class Command(TyperCommand):
+    """Plain help: ``URI`` rather than ``{uri}``, ``--port PORT`` rather than
+    ``--port <int>``, flags without a placeholder, defaults written as ``[default: …]``."""
+
+    def collect_usage_pieces(self, ctx: Context) -> list[str]:
+        pieces = [self.options_metavar] if self.options_metavar else []
+        for param in self.get_params(ctx):
+            if param.param_type_name == "argument":
+                name = _param_name(param) + ("..." if param.nargs != 1 else "")
+                pieces.append(name if param.required else f"[{name}]")
+        return pieces
+
+    def format_options(self, ctx: Context, formatter: HelpFormatter) -> None:
+        args: list[tuple[str, str]] = []
+        opts: list[tuple[str, str]] = []
+        for param in self.get_params(ctx):
+            if getattr(param, "hidden", False):
+                continue
+            text = getattr(param, "help", None) or ""
+            if param.param_type_name == "argument":
+                args.append((_param_name(param), text))
+                continue
+            names = join_options([*param.opts, *param.secondary_opts])[0]
+            if not getattr(param, "is_flag", False):
+                names += " " + _param_name(param)
+            default = param.default
+            if (default not in (None, False, "") and "[default:" not in text
+                    and not callable(default)):
+                text = f"{text} [default: {default}]".strip()
+            opts.append((names, text))
+        if args:
+            with formatter.section("Arguments"):
+                formatter.write_dl(args)
+        if opts:
+            with formatter.section("Options"):
+                formatter.write_dl(opts)
+
+
+class Group(TyperGroup):
+    """Runs a command and turns every failure into one line on stderr."""
+
+    def format_commands(self, ctx: Context, formatter: HelpFormatter) -> None:
+        rows = []
+        for name in self.list_commands(ctx):
+            cmd = self.get_command(ctx, name)
+            if cmd is not None and not cmd.hidden:
+                rows.append((name, cmd.get_short_help_str(limit=200)))
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+    def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,
+             complete_var: str | None = None, standalone_mode: bool = True,
+             windows_expand_args: bool = True, **extra: Any) -> Any:
+        _state["json"] = False
+        try:
+            code = super().main(args=args, prog_name=prog_name or "kairos",
+                                complete_var=complete_var, standalone_mode=False,
+                                windows_expand_args=windows_expand_args, **extra)
+            code = code if isinstance(code, int) else 0
+        except click_errors.NoArgsIsHelpError as exc:
+            out.write(exc.ctx.get_help() + "\n")
+            code = 0
+        except click_errors.ClickException as exc:
+            out.error(exc.format_message())
+            code = exc.exit_code
+        except typer.Abort:
+            out.error("aborted")
+            code = 1
+        except ConfigError as exc:
+            out.error(str(exc))
+            code = 2
+        except KairosError as exc:
+            if _state["json"]:
+                out.as_json(exc.to_dict())
+            where = f" (line {exc.line})" if exc.line else ""
+            out.error(f"{exc.message}{where} [{exc.code}]")
+            code = 1
+        except CliError as exc:
+            out.error(exc.message)
+            code = exc.code
+        except BrokenPipeError:
+            # The reader went away (`kairos list | head -1`): stop quietly.
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            code = 1
+        except Exception as exc:
+            if os.environ.get("KAIROS_TRACEBACK"):
+                raise
+            out.error(f"unexpected {type(exc).__name__}: {exc} (set KAIROS_TRACEBACK=1 "
+                      "for the traceback)")
+            code = 1
+        if standalone_mode:
+            sys.exit(code)
+        return code
+
+
+_state: dict[str, Any] = {"json": False}
+
+
+def _json_mode(enabled: bool) -> bool:
+    """Remember that this command prints JSON: its error body then goes to stdout too."""
+    _state["json"] = enabled
+    return enabled
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("kairos")
+    except PackageNotFoundError:  # pragma: no cover - running from a source tree
+        return "0"
+
+
+def _show_version(value: bool) -> None:
+    if value:
+        out.line(f"kairos {_version()}")
+        raise typer.Exit()
+
+
+app = typer.Typer(help="KAIROS: a memory server for AI agents.", no_args_is_help=True,
+                  add_completion=False, rich_markup_mode=None, cls=Group,
+                  context_settings={"help_option_names": ["-h", "--help"]})
+
+
+@app.callback()
+def _main(
+    version: Annotated[bool, typer.Option(
+        "--version", help="Print the version and exit.", is_eager=True,
+        callback=_show_version)] = False,
+) -> None:
+    """KAIROS: a memory server for AI agents. `kairos COMMAND -h` shows a command's help."""
+
+
+def command(name: str | None = None) -> Any:
+    return app.command(name, cls=Command)
+
+
+# --- shared ------------------------------------------------------------------------------
+
+JsonFlag = Annotated[bool, typer.Option("--json", help="Print the result as JSON.")]
 
 
 def _settings(**overrides: Any) -> Settings:
+    """The configuration, validated (a bad key or value exits 2 naming it)."""
     from ..config import load_settings
 
     return load_settings(**overrides)
@@ -68,14 +228,6 @@ def _service(settings: Settings | None = None, *, background: bool = False) -> K
     return Kairos(settings or _settings(), background=background)
 
 
-def _wait_for_model(k: Kairos, timeout: float) -> None:
-    """Give the embedding model up to ``timeout`` seconds to load (text search otherwise)."""
-    wait = getattr(k.embedder, "wait", None)
-    if callable(wait) and timeout > 0:
-        with err.status("Loading the embedding model..."):
-            wait(timeout)
-
-
 def _caller(k: Kairos, space: str | None = None) -> Caller:
     from ..service import Caller
 
@@ -84,58 +236,62 @@ def _caller(k: Kairos, space: str | None = None) -> Caller:
 
 @contextmanager
 def _using(settings: Settings | None = None) -> Iterator[Kairos]:
-    """The service for one command: a KairosError is printed as its JSON body (exit 1),
-    and the service is always closed."""
-    k = _service(settings)
+    """The service for one command, always closed."""
+    k = _service(settings or _settings())
     try:
         yield k
-    except KairosError as exc:
-        _fail(exc)
     finally:
         k.close()
 
 
-def _print(data: Any) -> None:
-    console.print_json(json.dumps(data, ensure_ascii=False))
+def _when(stamp: str | None) -> str:
+    """An ISO timestamp to the minute, as a table shows it."""
+    return (stamp or "")[:16].replace("T", " ")
 
 
-def _fail(exc: KairosError) -> NoReturn:
-    err.print_json(json.dumps(exc.to_dict(), ensure_ascii=False))
-    raise typer.Exit(1)
+def _read(path: Path) -> str:
+    try:
+        return sys.stdin.read() if str(path) == "-" else path.read_text("utf-8")
+    except FileNotFoundError:
+        raise CliError(f"{path}: no such file", 2) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CliError(f"{path}: cannot read ({exc})", 2) from None
 
 
 # --- servers -----------------------------------------------------------------------------
 
-@app.command()
+@command()
 def serve(
     host: Annotated[str | None, typer.Option(
-        help="Address to listen on [default: KAIROS_HOST or 127.0.0.1].")] = None,
+        metavar="HOST", help="Address to listen on [default: KAIROS_HOST or 127.0.0.1].")] = None,
     port: Annotated[int | None, typer.Option(
-        help="Port to listen on [default: KAIROS_PORT or 8765].")] = None,
+        metavar="PORT", help="Port to listen on [default: KAIROS_PORT or 8765].")] = None,
     stateless: Annotated[bool, typer.Option(
         "--stateless", help="Serve MCP without transport sessions (replicas behind a load "
                             "balancer without sticky sessions).")] = False,
-    log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "info",
+    log_level: Annotated[str, typer.Option(
+        metavar="LEVEL", help=f"uvicorn log level: {', '.join(LOG_LEVELS)}.")] = "info",
 ) -> None:
     """Serve MCP (streamable HTTP at /mcp) and REST (/api/v1) in one process."""
-
-
     from ..server import ServeError, serve_http
 
+    if log_level not in LOG_LEVELS:
+        raise typer.BadParameter(f"{log_level!r} is not one of {', '.join(LOG_LEVELS)}",
+                                 param_hint="'--log-level'")
     settings = _settings(host=host, port=port)
     try:
         serve_http(settings, lambda: _service(settings, background=True), stateless=stateless,
-                   log_level=log_level, say=err.print)
+                   log_level=log_level, say=out.note)
     except ServeError as exc:
-        err.print(f"[red]{exc}[/red]")
-        raise typer.Exit(2) from None
+        raise CliError(str(exc), exc.exit_code) from None
 
 
-@app.command("mcp")
+@command("mcp")
 def mcp_stdio(
     server: Annotated[str | None, typer.Option(
-        "--server", help="Forward every call to a `kairos serve` at this URL "
-                         "(e.g. http://host:8765/mcp) instead of opening a local store.")] = None,
+        "--server", metavar="URL",
+        help="Forward every call to a `kairos serve` at this URL (e.g. http://host:8765/mcp) "
+             "instead of opening a local store.")] = None,
 ) -> None:
     """Serve MCP on stdin/stdout for one agent host (stdout carries only MCP messages).
 
@@ -149,135 +305,239 @@ def mcp_stdio(
 
 # --- protocols ---------------------------------------------------------------------------
 
-@app.command()
-def demo() -> None:
-    """Mint a sample protocol and run it to completion, showing every response."""
+def _compact(data: Any) -> str:
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+
+
+def _challenge_text(challenge: dict[str, Any]) -> str:
+    kind = challenge["type"]
+    params = challenge.get(kind) or {}
+    detail = {"shell": params.get("cmd"), "mcp": params.get("tool_name"),
+              "user_input": params.get("prompt"),
+              "comment": f"at least {params.get('min_length', 20)} characters"}.get(kind)
+    return f"{kind}: {detail}" if detail else kind
+
+
+@command()
+def demo(as_json: JsonFlag = False) -> None:
+    """Mint a sample protocol and run it to the end, showing every call and answer."""
+    _json_mode(as_json)
+    calls: list[dict[str, Any]] = []
+
+    def show(call: str, arguments: dict[str, Any], response: dict[str, Any],
+             summary: str) -> None:
+        calls.append({"call": call, "arguments": arguments, "response": response})
+        if not as_json:
+            out.line(f"{call}({_compact(arguments)})")
+            out.line(f"  -> {summary}")
+
+    def shown(response: dict[str, Any]) -> str:
+        if "error_code" in response:
+            return f"refused: {response['error_code']}: {response['message']}"
+        step = response["current_step"]["uri"]
+        index = steps.index(step) + 1
+        return (f"step {index}/{len(steps)} {step}, challenge "
+                f"{_challenge_text(response['challenge'])}")
+
     with _using() as k:
-        minted = k.mint(SAMPLE, force_update=True)
-        steps = [s["uri"] for s in minted["items"][0]["steps"]]
-        response = k.begin(steps[0])
-        _print(response)
-        answers = [{"shell": {"exit_code": 0, "stdout": "", "stderr": ""}},
-                   {"shell": {"exit_code": 0, "stdout": "", "stderr": ""}}]
-        for uri, body in zip(steps[1:], answers, strict=True):
+        caller = _caller(k)
+        minted = k.mint(SAMPLE, caller, force_update=True)
+        item = minted["items"][0]
+        steps = [s["uri"] for s in item["steps"]]
+        show("kairos_mint", {"markdown_doc": "<the sample protocol>", "force_update": True},
+             minted, f"stored '{item['chain_label']}' ({item['step_count']} steps), step 1 "
+                     f"{steps[0]}")
+        response = k.begin(steps[0], caller)
+        show("kairos_begin", {"uri": steps[0]}, response, shown(response))
+        for uri in steps[1:]:
             ch = response["challenge"]
-            response = k.next(uri, {"type": ch["type"], "nonce": ch["nonce"],
-                                    "proof_hash": ch["proof_hash"], **body})
-            _print(response)
+            solution = {"type": ch["type"], "nonce": ch["nonce"], "proof_hash": ch["proof_hash"],
+                        "shell": {"exit_code": 0, "stdout": "", "stderr": ""}}
+            response = k.next(uri, solution, caller)
+            show("kairos_next", {"uri": uri, "solution": solution}, response, shown(response))
+            if "error_code" in response:
+                raise CliError(f"the sample answer was refused: {response['message']}")
         ch = response["challenge"]
-        done = k.attest(steps[-1], "success", "Sample run finished.", solution={
-            "type": "comment", "nonce": ch["nonce"], "proof_hash": ch["proof_hash"],
-            "comment": {"text": "Reviewed what the steps created: the src directory and "
-                                "src/config.json both exist."}})
-        _print(done)
-        if "run_id" not in done:  # the answer was refused: the response says why
-            raise typer.Exit(1)
-        _print(k.verify_run(done["run_id"]))
+        solution = {"type": "comment", "nonce": ch["nonce"], "proof_hash": ch["proof_hash"],
+                    "comment": {"text": "Reviewed what the steps created: the src directory "
+                                        "and src/config.json both exist."}}
+        arguments = {"uri": steps[-1], "outcome": "success",
+                     "message": "Sample run finished.", "solution": solution}
+        done = k.attest(steps[-1], "success", "Sample run finished.", caller,
+                        solution=solution)
+        if "run_id" not in done:
+            show("kairos_attest", arguments, done, shown(done))
+            raise CliError(f"the sample answer was refused: {done['message']}")
+        show("kairos_attest", arguments, done,
+             f"run {done['run_id']} finished: {done['outcome']}, {done['proofs']} proofs")
+        verified = k.verify_run(done["run_id"], caller)
+        show("verify", {"run_id": done["run_id"]}, verified,
+             f"chain {'valid' if verified['valid'] else 'BROKEN'} "
+             f"({verified['proofs']} proofs)")
+    if as_json:
+        out.as_json({"calls": calls})
 
 
 def _answer(challenge: dict[str, Any], step: dict[str, Any], assume_yes: bool
-            ) -> dict[str, Any]:
-    """A solution for the challenge shown: asked at the terminal, or (``--yes``) the
-    answer of a step that went well. KAIROS never runs the command itself."""
+            ) -> dict[str, Any] | None:
+    """A solution for the challenge shown, asked at the terminal or (``--yes``) the answer
+    of a step that went well; None when the person declines a confirmation. KAIROS never
+    runs the command itself."""
     kind = challenge["type"]
     base = {"type": kind, "nonce": challenge["nonce"], "proof_hash": challenge["proof_hash"]}
     if kind == "shell":
         code = 0 if assume_yes else typer.prompt(
-            f"Run `{challenge['shell']['cmd']}` yourself; its exit code", type=int, default=0)
+            f"Run `{challenge['shell']['cmd']}` yourself; its exit code", type=int, default=0,
+            err=True)
         return {**base, "shell": {"exit_code": code, "stdout": "", "stderr": ""}}
     if kind == "mcp":
         ok = assume_yes or typer.confirm(
-            f"Did the MCP tool {challenge['mcp']['tool_name']} succeed?", default=True)
+            f"Did the MCP tool {challenge['mcp']['tool_name']} succeed?", default=True,
+            err=True)
         return {**base, "mcp": {"tool_name": challenge["mcp"]["tool_name"], "success": ok,
                                 "arguments": {}, "result": None}}
     if kind == "user_input":
-        answer = "yes" if assume_yes else typer.prompt(challenge["user_input"]["prompt"])
-        return {**base, "user_input": {"confirmation": answer}}
+        if not (assume_yes or typer.confirm(challenge["user_input"]["prompt"], default=False,
+                                            err=True)):
+            return None
+        return {**base, "user_input": {"confirmation": "yes"}}
     first = " ".join(step["content"].split())[:300] or "the step"
     text = (f"Done as described: {first}" if assume_yes
-            else typer.prompt(challenge["description"]))
+            else typer.prompt(challenge["description"], err=True))
     return {**base, "comment": {"text": text}}
 
 
-@app.command()
+@command()
 def run(
-    uri: Annotated[str, typer.Argument(help="Step 1 of a protocol (kairos://mem/<uuid>).")],
+    uri: Annotated[str, typer.Argument(metavar="URI",
+                                       help="Step 1 of a protocol (kairos://mem/<uuid>).")],
     yes: Annotated[bool, typer.Option("--yes", help="Answer every challenge as a step "
                                                     "that went well (no prompts).")] = False,
+    as_json: JsonFlag = False,
 ) -> None:
-    """Walk a protocol in the terminal: each step, its challenge, your answer."""
+    """Walk a protocol in the terminal: each step, its challenge, your answer.
+
+    Declining a confirmation aborts the run. After three refused answers to a step you
+    may try again or abort. With --json the walk is shown on stderr and the outcome and
+    its verification are printed as JSON."""
+    from ..domain.texts import MAX_RETRIES_EXCEEDED
+
+    _json_mode(as_json)
+    say = out.note if as_json else out.line
     with _using() as k:
-        response = k.begin(uri)
-        steps = [s["uri"] for s in k.dump(uri, protocol=True)["steps"]]
-        while True:
-            step, challenge = response["current_step"], response["challenge"]
-            console.rule(step["uri"])
-            console.print(step["content"], markup=False, highlight=False)
-            console.print(f"[bold]{challenge['description']}[/bold]")
-            if response.get("error_code"):
-                console.print(f"[red]{response['error_code']}: {response['message']}[/red]")
-            solution = _answer(challenge, step, yes)
-            index = steps.index(step["uri"])
-            if index == len(steps) - 1:
-                break
-            response = k.next(steps[index + 1], solution)
-            if response.get("must_obey") is False:
-                console.print(f"[red]{response['message']}[/red] {response['next_action']}")
-                raise typer.Exit(1)
-        done = k.attest(step["uri"], "success", "Run from the command line.",
-                        solution=solution)
-        if "run_id" not in done:
-            _print(done)
-            raise typer.Exit(1)
-        console.print(f"Run {done['run_id']}: {done['proofs']} proofs, chain "
-                      f"{'valid' if k.verify_run(done['run_id'])['valid'] else 'BROKEN'}.")
+        caller = _caller(k)
+        response = k.begin(uri, caller)
+        whole = k.dump(uri, caller, protocol=True)
+        steps = [s["uri"] for s in whole["steps"]]
+        labels = [s["label"] for s in whole["steps"]]
+        run_id = k.run_of_nonce(response["challenge"]["nonce"], caller)["run_id"]
+        say(f"Run {run_id}: {whole['chain_label']} ({len(steps)} steps)")
+        try:
+            while True:
+                step, challenge = response["current_step"], response["challenge"]
+                index = steps.index(step["uri"])
+                say("")
+                say(f"Step {index + 1}/{len(steps)}: {labels[index]}  ({step['uri']})")
+                say(step["content"].strip())
+                if response.get("error_code") == MAX_RETRIES_EXCEEDED:
+                    say(f"This step's answer was refused {response['retry_count']} times.")
+                    if yes or not typer.confirm("Try again?", default=False, err=True):
+                        k.abort_run(run_id, caller,
+                                    f"Aborted from the command line at step {index + 1} after "
+                                    f"{response['retry_count']} refused answers.")
+                        raise CliError(
+                            f"run {run_id} aborted at step {index + 1}; to fix the step: "
+                            f"kairos dump {step['uri']} > step.md, edit it, "
+                            f"kairos update {step['uri']} step.md")
+                elif response.get("error_code"):
+                    say(f"Not accepted: {response['message']}")
+                say(f"Challenge: {challenge['description']}")
+                solution = _answer(challenge, step, yes)
+                if solution is None:
+                    k.abort_run(run_id, caller, f"Declined at step {index + 1}: "
+                                                f"{challenge['user_input']['prompt']}")
+                    raise CliError(f"run {run_id} aborted: you declined "
+                                   f"\"{challenge['user_input']['prompt']}\"")
+                if index < len(steps) - 1:
+                    response = k.next(steps[index + 1], solution, caller)
+                    continue
+                done = k.attest(step["uri"], "success", "Run from the command line.", caller,
+                                solution=solution)
+                if "run_id" in done:
+                    break
+                response = done  # the last answer was refused: the same step, a fresh challenge
+        except (KeyboardInterrupt, typer.Abort) as exc:
+            raise CliError(f"interrupted; run {run_id} is still active (`kairos abort "
+                           f"{run_id}` ends it)",
+                           130 if isinstance(exc, KeyboardInterrupt) else 1) from None
+        verified = k.verify_run(done["run_id"], caller)
+    if as_json:
+        out.as_json({"attestation": done, "verification": verified})
+    else:
+        say("")
+        say(f"Run {done['run_id']}: {done['proofs']} proofs, chain "
+            f"{'valid' if verified['valid'] else 'BROKEN'}.")
+    if not verified["valid"]:
+        raise CliError(f"the proof chain of run {done['run_id']} is broken")
 
 
-@app.command()
+@command()
 def mint(
-    path: Annotated[Path, typer.Argument(help="A markdown file, or a directory of them.")],
+    path: Annotated[Path, typer.Argument(metavar="FILE|DIR",
+                                         help="A markdown file, or a directory of them.")],
     force: Annotated[bool, typer.Option("--force", help="Replace same titles.")] = False,
+    as_json: JsonFlag = False,
 ) -> None:
-    """Mint a markdown file (or every .md file in a directory) as protocols."""
+    """Mint a markdown file (or every .md file in a directory) as protocols.
+
+    Prints one line per protocol: URI, stored or updated, step count, title."""
+    _json_mode(as_json)
     if not path.exists():
-        err.print(f"[red]{path}: no such file or directory[/red]")
-        raise typer.Exit(2)
+        raise CliError(f"{path}: no such file or directory", 2)
     files = sorted(path.glob("**/*.md")) if path.is_dir() else [path]
-    k = _service()
     failed = 0
+    results: list[dict[str, Any]] = []
 
     def report(file: Path, result: dict[str, Any] | KairosError) -> None:
         nonlocal failed
         if isinstance(result, KairosError):
             failed += 1
+            results.append({"file": str(file), "error": result.to_dict()})
             where = f":{result.line}" if result.line else ""
-            err.print(f"[red]{file}{where}[/red]: {result.message}", highlight=False)
+            message = result.message.replace("Pass force_update=true", "Pass --force")
+            out.error(f"{file}{where}: {message} [{result.code}]")
             return
-        for item in result["items"]:
-            state = "updated" if item.get("updated") else "stored"
-            console.print(f"{item['uri']}  {item['chain_label']}  ({item['step_count']} "
-                          f"steps, {state})", highlight=False)
+        results.append({"file": str(file), **result})
+        if not as_json:
+            for item in result["items"]:
+                out.row(item["uri"], "updated" if item.get("updated") else "stored",
+                        f"{item['step_count']} steps", item["chain_label"])
 
-    def batch(chunk: list[Path]) -> None:
-        """Mint a batch of files, their vectors from one pass of the model."""
-        nonlocal failed
-        readable: list[tuple[Path, str]] = []
-        for file in chunk:
-            try:
-                readable.append((file, file.read_text("utf-8")))
-            except (OSError, UnicodeDecodeError) as exc:
-                failed += 1
-                err.print(f"[red]{file}[/red]: cannot read ({exc})", highlight=False)
-        results = k.mint_many([doc for _, doc in readable], _caller(k), force_update=force)
-        for (file, _), result in zip(readable, results, strict=True):
-            report(file, result)
+    settings = _settings()
+    with _using(settings) as k:
+        caller = _caller(k)
 
-    chunks = [files[i:i + MINT_BATCH] for i in range(0, len(files), MINT_BATCH)]
-    try:
-        if len(files) >= MANY_FILES:
+        def batch(chunk: list[Path]) -> None:
+            """Mint a batch of files, their vectors from one pass of the model."""
+            nonlocal failed
+            readable: list[tuple[Path, str]] = []
+            for file in chunk:
+                try:
+                    readable.append((file, file.read_text("utf-8")))
+                except (OSError, UnicodeDecodeError) as exc:
+                    failed += 1
+                    results.append({"file": str(file), "error": {"message": str(exc)}})
+                    out.error(f"{file}: cannot read ({exc})")
+            minted = k.mint_many([doc for _, doc in readable], caller, force_update=force)
+            for (file, _), result in zip(readable, minted, strict=True):
+                report(file, result)
+
+        chunks = [files[i:i + MINT_BATCH] for i in range(0, len(files), MINT_BATCH)]
+        if len(files) >= MANY_FILES and sys.stderr.isatty():
+            from rich.console import Console
             from rich.progress import Progress
 
-            with Progress(console=err, transient=True) as progress:
+            with Progress(console=Console(stderr=True), transient=True) as progress:
                 task = progress.add_task("Minting", total=len(files))
                 for chunk in chunks:
                     batch(chunk)
@@ -285,102 +545,224 @@ def mint(
         else:
             for chunk in chunks:
                 batch(chunk)
-    finally:
-        k.close()
-    err.print(f"{len(files) - failed} of {len(files)} file(s) minted.")
+    if as_json:
+        out.as_json({"results": results, "minted": len(files) - failed, "failed": failed})
+    out.note(f"{len(files) - failed} of {len(files)} file(s) minted.")
     if failed:
         raise typer.Exit(1)
 
 
-@app.command()
+@command()
 def search(
-    query: Annotated[str, typer.Argument(help="What you want done, in a few words.")],
-    limit: Annotated[int | None, typer.Option(help="Maximum number of matches.")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the raw response.")] = False,
-    model_timeout: Annotated[float, typer.Option(
-        help="Seconds to wait for the embedding model (0: search text only if not loaded).")
-    ] = 30.0,
+    query: Annotated[str, typer.Argument(metavar="QUERY",
+                                         help="What you want done, in a few words.")],
+    limit: Annotated[int | None, typer.Option(metavar="N",
+                                              help="Maximum number of matches.")] = None,
+    as_json: JsonFlag = False,
 ) -> None:
-    """Find protocols for a request (kairos_search)."""
-    from rich.table import Table
+    """Find protocols for a request (kairos_search).
 
+    Prints one line per choice: role, score, URI, title; the message goes to stderr."""
+    _json_mode(as_json)
     with _using() as k:
-        _wait_for_model(k, model_timeout)
-        result = k.search(query, _caller(k), limit=limit)
+        result = {**k.search(query, _caller(k), limit=limit), **k.search_notice()}
     if as_json:
-        _print(result)
+        out.as_json(result)
         return
-    console.print(result["message"], highlight=False)
-    table = Table("role", "score", "protocol")
-    table.add_column("uri", min_width=49, no_wrap=True)
-    for choice in result["choices"]:
-        score = "" if choice["score"] is None else f"{choice['score']:.2f}"
-        table.add_row(choice["role"], score, choice["chain_label"] or choice["label"],
-                      choice["uri"])
-    console.print(table)
+    out.note(result["message"])
+    if result.get("degraded"):
+        out.note(f"note: {result['provider_hint']}")
+    out.table(["role", "score", "uri", "protocol"],
+              [[c["role"], "" if c["score"] is None else f"{c['score']:.2f}", c["uri"],
+                c["chain_label"] or c["label"]] for c in result["choices"]], no_wrap=["uri"])
 
 
-@app.command()
+@command()
 def dump(
-    uri: Annotated[str, typer.Argument(help="A step URI, kairos://mem/<uuid>.")],
+    uri: Annotated[str, typer.Argument(metavar="URI", help="A step URI, kairos://mem/<uuid>.")],
     protocol: Annotated[bool, typer.Option("--protocol", help="The whole protocol.")] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the raw response.")] = False,
+    as_json: JsonFlag = False,
 ) -> None:
-    """Show one step, or the whole protocol as markdown."""
+    """Show one step, or the whole protocol as markdown (what `mint --force` reads back)."""
+    _json_mode(as_json)
     with _using() as k:
         result = k.dump(uri, _caller(k), protocol=protocol)
     if as_json:
-        _print(result)
-    else:
-        console.print(result["markdown_doc"], markup=False, highlight=False)
+        out.as_json(result)
+        return
+    doc = result["markdown_doc"]
+    out.write(doc if doc.endswith("\n") else doc + "\n")
+
+
+@command("list")
+def list_(
+    title: Annotated[str | None, typer.Option(
+        metavar="TEXT", help="Only protocols whose title contains this text.")] = None,
+    tag: Annotated[str | None, typer.Option(
+        metavar="TAG", help="Only protocols with this tag (see --json).")] = None,
+    builtin: Annotated[bool, typer.Option("--builtin",
+                                          help="Include the built-in protocols.")] = False,
+    limit: Annotated[int, typer.Option(metavar="N", min=1, max=500,
+                                       help="Protocols per page.")] = 50,
+    offset: Annotated[int, typer.Option(metavar="N", min=0,
+                                        help="Skip this many protocols.")] = 0,
+    as_json: JsonFlag = False,
+) -> None:
+    """List protocols, most recently changed first.
+
+    Prints one line per protocol: URI, step count, runs, successes, failures, last change,
+    title; stderr says when more pages follow."""
+    _json_mode(as_json)
+    with _using() as k:
+        page = k.list_protocols(_caller(k), limit=limit, offset=offset, title=title, tag=tag,
+                                builtin=builtin)
+    if as_json:
+        out.as_json(page)
+        return
+    out.table(["uri", "steps", "runs", "ok", "failed", "updated", "protocol"],
+              [[p["uri"], p["step_count"], p["runs"], p["successes"], p["failures"],
+                _when(p["updated_at"]), p["chain_label"]] for p in page["items"]],
+              no_wrap=["uri"])
+    shown = len(page["items"])
+    if page["has_more"]:
+        out.note(f"{offset + 1}–{offset + shown} of {page['total']}; next page: "
+                 f"--offset {offset + shown}")
+    elif not shown:
+        out.note("No protocols." if not offset else f"No protocols after {offset}.")
+
+
+@command()
+def update(
+    uri: Annotated[str, typer.Argument(metavar="URI", help="The step to change.")],
+    file: Annotated[Path, typer.Argument(
+        metavar="FILE", help="The step's new markdown (- for stdin), optionally starting "
+                             "with `## New label`; `kairos dump URI` writes the current one.")],
+    as_json: JsonFlag = False,
+) -> None:
+    """Replace one step from a file (kairos_update); its challenge is re-read from it.
+
+    To change a whole protocol, edit `kairos dump --protocol URI` and mint it with
+    --force."""
+    _json_mode(as_json)
+    text = _read(file)
+    with _using() as k:
+        result = k.update(uri, _caller(k), markdown_doc=text)
+    if as_json:
+        out.as_json(result)
+    for r in result["results"]:
+        if r["status"] != "updated":
+            out.error(f"{r['uri']}: {r['message']} [{r['error_code']}]")
+        elif not as_json:
+            out.row(r["uri"], "updated", _challenge_text({"type": r["challenge"]["type"],
+                                                          **r["challenge"]}), r["label"])
+    if result["total_failed"]:
+        raise typer.Exit(1)
+
+
+@command()
+def delete(
+    uris: Annotated[list[str], typer.Argument(metavar="URI", help="Step URIs.")],
+    protocol: Annotated[bool, typer.Option(
+        "--protocol", help="Delete the whole protocol each URI belongs to.")] = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """Delete steps (the others close up), or whole protocols with --protocol.
+
+    Deleting the only step of a protocol deletes the protocol."""
+    _json_mode(as_json)
+    with _using() as k:
+        result = k.delete(uris, _caller(k), protocol=protocol)
+    if as_json:
+        out.as_json(result)
+    for r in result["results"]:
+        if r["status"] != "deleted":
+            out.error(f"{r['uri']}: {r['message']} [{r['error_code']}]")
+        elif not as_json:
+            out.row(r["uri"], "deleted", f"{len(r['removed'])} step(s) removed")
+    if result["total_failed"]:
+        raise typer.Exit(1)
 
 
 # --- runs --------------------------------------------------------------------------------
 
-@app.command()
-def verify(run_id: Annotated[str, typer.Argument(help="The run id.")]) -> None:
+@command()
+def verify(run_id: Annotated[str, typer.Argument(metavar="RUN_ID", help="The run id.")],
+           as_json: JsonFlag = False) -> None:
     """Recompute a run's proof chain and report the first broken link."""
+    _json_mode(as_json)
     with _using() as k:
         result = k.verify_run(run_id, _caller(k))
-    _print(result)
+    if as_json:
+        out.as_json(result)
+    elif result["valid"]:
+        out.line(f"Run {result['run_id']}: {result['proofs']} proofs, chain valid.")
     if not result["valid"]:
-        raise typer.Exit(1)
+        broken = result["first_broken"]
+        raise CliError(f"run {result['run_id']}: chain broken at proof {broken['index']} "
+                       f"({broken['step_uri']}): {broken['reason']}")
 
 
-@app.command()
-def runs(limit: Annotated[int, typer.Option(help="How many runs.")] = 20) -> None:
-    """Recent runs with their outcome."""
-    from rich.table import Column, Table
+@command()
+def runs(
+    limit: Annotated[int, typer.Option(metavar="N", min=1, max=500,
+                                       help="How many runs.")] = 20,
+    status: Annotated[str | None, typer.Option(
+        metavar="STATUS", help="Only runs in this state: active, completed or finished.")
+    ] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Recent runs with their outcome.
 
-    k = _service()
-    try:
-        items = k.run_history(_caller(k), limit)
-    finally:
-        k.close()
-    table = Table(Column("run", min_width=36, no_wrap=True), "protocol", "status", "outcome",
-                  "step", "updated")
-    for r in items:
-        table.add_row(r["run_id"], r["chain_label"] or "?", r["status"], r["outcome"] or "",
-                      str(r["step"]), r["updated_at"])
-    console.print(table)
+    Prints one line per run: run id, status, outcome, step (of the step count), last
+    change, protocol."""
+    _json_mode(as_json)
+    with _using() as k:
+        listed = k.list_runs(_caller(k), limit=limit, status=status)
+    if as_json:
+        out.as_json(listed)
+        return
+    out.table(["run", "status", "outcome", "step", "updated", "protocol"],
+              [[r["run_id"], r["status"], r["outcome"] or "-",
+                f"{r['step']}/{r['step_count']}", _when(r["updated_at"]), r["chain_label"] or "?"]
+               for r in listed["items"]], no_wrap=["run"])
+
+
+@command()
+def abort(
+    run_id: Annotated[str, typer.Argument(metavar="RUN_ID", help="An active run's id.")],
+    message: Annotated[str | None, typer.Option(
+        metavar="TEXT", help="Why, for the record.")] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Abort a run: it finishes with outcome failure at the step it was waiting on."""
+    _json_mode(as_json)
+    with _using() as k:
+        done = k.abort_run(run_id, _caller(k),
+                           message or "Aborted from the command line.")
+    if as_json:
+        out.as_json(done)
+    else:
+        out.line(f"Run {done['run_id']} aborted at {done['uri']}: outcome failure.")
 
 
 # --- data --------------------------------------------------------------------------------
 
-@app.command()
+@command()
 def export(
-    out: Annotated[Path | None, typer.Option("--out", help="File to write [default: "
-                                                           "stdout].")] = None,
-    space: Annotated[str | None, typer.Option(help="Space to export [default: "
-                                                   "KAIROS_SPACE].")] = None,
+    out_file: Annotated[Path | None, typer.Option(
+        "--out", metavar="FILE", help="File to write [default: stdout].")] = None,
+    space: Annotated[str | None, typer.Option(
+        metavar="SPACE", help="Space to export [default: KAIROS_SPACE].")] = None,
 ) -> None:
-    """Write every record of a space to one JSON Lines file."""
+    """Write every record of a space as JSON Lines (stdout, or --out FILE)."""
     from ..service.transfer import export_records
 
-    k = _service()
     counts: dict[str, int] = {}
-    try:
-        stream = out.open("w", encoding="utf-8") if out else sys.stdout
+    with _using() as k:
+        try:
+            stream = out_file.open("w", encoding="utf-8") if out_file else sys.stdout
+        except OSError as exc:
+            raise CliError(f"{out_file}: cannot write ({exc.strerror})", 2) from None
         try:
             for record in export_records(k, _caller(k, space)):
                 if "table" in record:
@@ -388,21 +770,19 @@ def export(
                 stream.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")))
                 stream.write("\n")
         finally:
-            if out:
+            if out_file:
                 stream.close()
-    finally:
-        k.close()
     summary = ", ".join(f"{n} {name}" for name, n in counts.items()) or "no records"
-    err.print(f"Exported {summary}.", highlight=False)
+    out.note(f"Exported {summary}.")
 
 
 def _records(path: Path) -> Iterator[Any]:
     with path.open(encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
+        for n, text in enumerate(fh, 1):
+            if not text.strip():
                 continue
             try:
-                yield json.loads(line)
+                yield json.loads(text)
             except json.JSONDecodeError as exc:
                 from ..domain.errors import ValidationError
 
@@ -410,97 +790,151 @@ def _records(path: Path) -> Iterator[Any]:
                                       message=f"{path}:{n}: not JSON ({exc.msg}).") from None
 
 
-@app.command("import")
+@command("import")
 def import_(
-    file: Annotated[Path, typer.Argument(help="A file written by `kairos export`.")],
-    space: Annotated[str | None, typer.Option(help="Space to import into [default: "
-                                                   "KAIROS_SPACE].")] = None,
+    file: Annotated[Path, typer.Argument(metavar="FILE",
+                                         help="A file written by `kairos export`.")],
+    space: Annotated[str | None, typer.Option(
+        metavar="SPACE", help="Space to import into [default: KAIROS_SPACE].")] = None,
+    as_json: JsonFlag = False,
 ) -> None:
     """Read a JSON Lines export into a space (all or nothing; existing records are kept)."""
     from ..service.transfer import import_records
 
+    _json_mode(as_json)
     if not file.is_file():
-        err.print(f"[red]{file}: no such file[/red]")
-        raise typer.Exit(2)
+        raise CliError(f"{file}: no such file", 2)
     with _using() as k:
         result = import_records(k, _records(file), _caller(k, space))
-    _print(result)
+    if as_json:
+        out.as_json(result)
+        return
+
+    def counted(counts: dict[str, int]) -> str:
+        return ", ".join(f"{n} {name}" for name, n in counts.items()) or "nothing"
+
+    out.line(f"Imported into space {result['space']}: {counted(result['inserted'])}; "
+             f"kept existing: {counted(result['skipped'])}; indexed {result['indexed']} "
+             "record(s) for search.")
 
 
-@app.command()
+@command()
 def reindex(
-    model_timeout: Annotated[float, typer.Option(
-        help="Seconds to wait for the embedding model to load.")] = 300.0,
+    as_json: JsonFlag = False,
 ) -> None:
     """Re-embed every searchable record with the current embedding model."""
-    from rich.progress import Progress
+    _json_mode(as_json)
+    with _using() as k:
+        if sys.stderr.isatty():
+            from rich.console import Console
+            from rich.progress import Progress
 
-    k = _service()
-    try:
-        _wait_for_model(k, model_timeout)
-        with Progress(console=err, transient=True) as progress:
-            task = progress.add_task("Embedding", total=None)
+            with Progress(console=Console(stderr=True), transient=True) as progress:
+                task = progress.add_task("Embedding", total=None)
 
-            def report(done: int, total: int) -> None:
-                progress.update(task, completed=done, total=total)
+                def report(done: int, total: int) -> None:
+                    progress.update(task, completed=done, total=total)
 
-            result = k.reindex(progress=report)
-    finally:
-        k.close()
-    _print(result)
+                result = k.reindex(progress=report)
+        else:
+            result = k.reindex()
+        provider = k.search_engine.provider
+    if as_json:
+        out.as_json(result)
+    elif result.get("model_id"):
+        out.line(f"Re-embedded {result['embedded']} record(s) with {result['model_id']}.")
+    if not result.get("model_id"):
+        message = f"nothing re-embedded: {result.get('state')} (embedder {provider})"
+        if provider == "none":
+            out.note(message[0].upper() + message[1:] + ".")
+        else:
+            raise CliError(message)
 
 
-@app.command()
+@command()
 def doctor(
-    model_timeout: Annotated[float, typer.Option(
-        help="Seconds to wait for the embedding model to load (0: report its state now).")
-    ] = 60.0,
+    as_json: JsonFlag = False,
 ) -> None:
-    """Check the configuration (with each value's source), data, model and index."""
-    from rich.table import Table
+    """Check the configuration (each value and its source), data, model and index."""
+    from ..config import DEFAULTS, config_path
 
-    settings = _settings()
-    table = Table("setting", "value", "source", title="Configuration")
-    for key, value in settings.values.items():
-        shown = ("***" if value else "") if key in SECRET_SETTINGS else str(value)
-        table.add_row(key, shown, settings.sources.get(key, "default"))
-    console.print(table)
+    _json_mode(as_json)
+    path = config_path()
+    unknown = sorted(n for n in os.environ if n.startswith("KAIROS_") and n not in
+                     OTHER_VARIABLES and n[7:].lower() not in DEFAULTS)
+    warnings = [f"{n} is not a KAIROS setting (ignored)" for n in unknown]
+    report: dict[str, Any] = {"config_file": str(path), "config_file_found": path.is_file(),
+                              "warnings": warnings}
+    try:
+        settings = _settings()
+    except ConfigError as exc:
+        if as_json:
+            out.as_json({**report, "status": "misconfigured", "problems": exc.problems})
+        else:
+            out.line(f"config file: {path} ({'read' if path.is_file() else 'absent'})")
+            for problem in exc.problems:
+                out.line(f"problem: {problem}")
+        raise
+    report["settings"] = {
+        key: {"value": (("***" if value else "") if key in SECRET_SETTINGS else value),
+              "source": settings.sources.get(key, "default")}
+        for key, value in settings.values.items()}
     home = settings.home_path
-    console.print(f"data directory: {home} "
-                  f"({'exists' if home.is_dir() else 'will be created'})", highlight=False)
-    problems = []
+    report["data_directory"] = {"path": str(home), "exists": home.is_dir()}
+    problems: list[str] = []
     from ..server import ServeError, tokens_of
 
     try:
         tokens = tokens_of(settings)
-        spaces = ", ".join(sorted(set(tokens.values())))
-        console.print(f"API tokens: {len(tokens)}" + (f" (spaces: {spaces})" if tokens else
-                      " (serve listens on 127.0.0.1 only)"), highlight=False)
+        report["api_tokens"] = {"count": len(tokens), "spaces": sorted(set(tokens.values()))}
     except ServeError as exc:
         problems.append(str(exc))
     try:
         k = _service(settings)
     except Exception as exc:  # doctor reports what is wrong instead of failing
-        console.print(f"[red]database: cannot open ({type(exc).__name__}: {exc})[/red]")
-        raise typer.Exit(1) from None
-    try:
-        _wait_for_model(k, model_timeout)
-        report = k.health()
-    except Exception as exc:
-        report = {"status": "error", "error": f"{type(exc).__name__}: {exc}"}
-    finally:
-        k.close()
-    for part in ("store", "embedder", "index"):
-        if part in report:
-            details = ", ".join(f"{a}={b}" for a, b in report[part].items())
-            console.print(f"{part}: {details}", highlight=False)
-    if report.get("status") != "ok":
-        problems.append(f"health: {report.get('status')} {report.get('error', '')}".strip())
-    for problem in problems:
-        console.print(f"[red]problem: {problem}[/red]", highlight=False)
+        problems.append(f"store: cannot open {settings.url.split('@')[-1]} "
+                        f"({type(exc).__name__}: {exc})")
+        health: dict[str, Any] = {"status": "unhealthy"}
+    else:
+        try:
+            health = k.health()
+            verify = getattr(k.embedder, "verify", None)
+            bad: list[str] = verify() if verify is not None else []
+            if bad:
+                problems.append(f"model: files differ from SHA256SUMS: {', '.join(bad)}")
+        except Exception as exc:
+            health = {"status": "unhealthy", "error": f"{type(exc).__name__}: {exc}"}
+        finally:
+            k.close()
+        if health.get("status") != "healthy":
+            problems.append(f"health: {health.get('status')} {health.get('error', '')}".strip())
+    report.update(health=health, problems=problems,
+                  status="healthy" if not problems else "unhealthy")
+    if as_json:
+        out.as_json(report)
+    else:
+        out.table(["setting", "value", "source"],
+                  [[key, item["value"], item["source"]]
+                   for key, item in report["settings"].items()])
+        out.line(f"config file: {path} ({'read' if path.is_file() else 'absent'})")
+        out.line(f"data directory: {home} "
+                 f"({'exists' if home.is_dir() else 'will be created'})")
+        if "api_tokens" in report:
+            tokens_seen = report["api_tokens"]
+            out.line(f"API tokens: {tokens_seen['count']}" + (
+                f" (spaces: {', '.join(tokens_seen['spaces'])})" if tokens_seen["count"]
+                else " (serve listens on 127.0.0.1 only)"))
+        for part in ("store", "embedder", "index"):
+            if part in health:
+                details = ", ".join(f"{a}={b}" for a, b in health[part].items())
+                out.line(f"{part}: {details}")
+        for warning in warnings:
+            out.line(f"warning: {warning}")
+        for problem in problems:
+            out.line(f"problem: {problem}")
+        out.line(f"status: {report['status']}")
     if problems:
-        raise typer.Exit(1)
-    console.print("[green]status: ok[/green]")
+        raise CliError(f"{len(problems)} problem(s): " + "; ".join(problems))
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -88,7 +88,8 @@ def _obj(properties: JSON, required: list[str] | None = None, *, closed: bool = 
 
 
 def _search(k: Kairos, a: JSON, c: Call) -> JSON:
-    return k.search(a["query"], c.caller, limit=a.get("limit"))
+    result = k.search(a["query"], c.caller, limit=a.get("limit"))
+    return {**result, **k.search_notice()}
 
 
 def _begin(k: Kairos, a: JSON, c: Call) -> JSON:
@@ -153,7 +154,8 @@ TOOLS: tuple[ToolSpec, ...] = (
         "response lists `choices`: matches (role `match`, with a score in [0, 1]), then a "
         "`refine` choice (help writing a better query) and a `create` choice (write a new "
         "protocol). Pick one and do exactly what its `next_action` says — usually "
-        "kairos_begin with its uri.",
+        "kairos_begin with its uri. `degraded: true` in the response means the matches "
+        "were ranked by text alone (`provider_hint` says why): try other words if none fits.",
         _obj({"query": {"type": "string",
                         "description": "What the user wants done, in a few words."},
               "limit": {"type": "integer",

@@ -13,6 +13,8 @@ from ..store.db import Store
 from ..store.sessions import DbSessionStore
 from .entries import EntryService
 from .finding import ProtocolFinder
+from .listing import Listing
+from .notices import degraded_notice
 from .ports import Embedder
 from .protocols import Caller, ProtocolService
 from .runs import RunService
@@ -41,6 +43,7 @@ class Kairos:
         self.finder = ProtocolFinder(store, self.search_engine,
                                      float(self.settings.search_threshold))
         self.entries = EntryService(store, self.search_engine)
+        self.listing = Listing(store, self.runs)
         self.protocols.install_builtins()
         if background:
             self.search_engine.start_background()
@@ -50,6 +53,10 @@ class Kairos:
                limit: Any = None) -> dict[str, Any]:
         """kairos_search: matching protocols, then the refine and create choices."""
         return self.finder.kairos_search(query, caller, limit=limit)
+
+    def search_notice(self) -> dict[str, Any]:
+        """What to add to a kairos_search answer served from text alone (else {})."""
+        return degraded_notice(self.search_engine)
 
     # protocols
     def mint(self, markdown_doc: Any, caller: Caller = Caller(), *,
@@ -94,6 +101,19 @@ class Kairos:
 
     def run_history(self, caller: Caller = Caller(), limit: int = 20) -> list[dict[str, Any]]:
         return self.runs.history(caller, limit)
+
+    def list_protocols(self, caller: Caller = Caller(), **filters: Any) -> dict[str, Any]:
+        return self.listing.protocols(caller, **filters)
+
+    def list_runs(self, caller: Caller = Caller(), **filters: Any) -> dict[str, Any]:
+        return self.listing.runs_list(caller, **filters)
+
+    def run_of_nonce(self, nonce: Any, caller: Caller = Caller()) -> dict[str, Any]:
+        return self.listing.run_of_nonce(nonce, caller)
+
+    def abort_run(self, run_id: Any, caller: Caller = Caller(), message: Any = None
+                  ) -> dict[str, Any]:
+        return self.listing.abort(run_id, caller, message)
 
     def metrics(self, uri: Any, caller: Caller = Caller()) -> dict[str, Any]:
         """Quality metrics of the protocol that ``uri`` belongs to."""
@@ -159,7 +179,7 @@ class Kairos:
             repo.conn.exec_driver_sql("SELECT 1")
         embedder = self.embedder
         return {
-            "status": "ok",
+            "status": "healthy",
             "store": {"backend": self.store.dialect},
             "embedder": {"provider": getattr(embedder, "name", "none"),
                          "state": getattr(embedder, "state", "ready"),

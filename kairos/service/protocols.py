@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import uuid
 from collections.abc import Mapping, Sequence
@@ -150,6 +151,7 @@ class ProtocolService:
     def _drafts(markdown_doc: Any) -> list[markdown.ProtocolDraft]:
         if not isinstance(markdown_doc, str) or not markdown_doc.strip():
             raise ValidationError("markdown_doc", "a non-empty markdown string")
+        markdown_doc = _unquoted(markdown_doc)
         drafts = markdown.parse(markdown_doc)
         seen: set[str] = set()
         for d in drafts:
@@ -487,6 +489,20 @@ class ProtocolService:
             except IntegrityError:
                 continue  # another process installed it at the same moment
         return changed
+
+
+def _unquoted(doc: str) -> str:
+    """A document sent as a JSON string literal (``"# Title\\n\\n## Step..."``, as other
+    KAIROS clients send it) is decoded. Markdown never parses as one: a JSON string has no
+    raw line breaks, and a single quoted line has no heading to mint."""
+    text = doc.strip()
+    if len(text) < 2 or text[0] != '"' or text[-1] != '"':
+        return doc
+    try:
+        decoded = json.loads(text)
+    except ValueError:
+        return doc
+    return decoded if isinstance(decoded, str) and decoded.strip() else doc
 
 
 def _uri_list(uris: Any) -> list[str]:

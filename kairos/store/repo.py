@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from sqlalchemy import delete, func, insert, select, update
+from sqlalchemy import Text, cast, delete, func, insert, select, update
 from sqlalchemy.engine import Connection, RowMapping
 
 from . import schema as t
 
 Row = RowMapping
+
+
+def _like(text: str) -> str:
+    """``text`` as a literal inside a LIKE pattern escaped with a backslash."""
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
 class Repo:
@@ -51,6 +57,33 @@ class Repo:
     def delete_protocol(self, protocol_id: str) -> None:
         self.conn.execute(delete(t.steps).where(t.steps.c.protocol_id == protocol_id))
         self.conn.execute(delete(t.protocols).where(t.protocols.c.id == protocol_id))
+
+    def protocol_page(self, space: str, *, builtin: bool, title: str | None,
+                      tag: str | None = None, limit: int, offset: int
+                      ) -> tuple[list[Row], int]:
+        """One page of a space's protocols, newest change first, and how many match; the
+        title filter is a case-insensitive substring, the tag filter an exact tag."""
+        c = t.protocols.c
+        cond: list[Any] = [(c.space == space) | c.builtin if builtin else c.space == space]
+        if title:
+            cond.append(c.title_key.like(f"%{_like(title.casefold())}%", escape="\\"))
+        if tag:
+            # Tags are a JSON list of strings: match the quoted string in its text.
+            quoted = json.dumps(tag, ensure_ascii=False)
+            cond.append(cast(c.tags, Text).like(f"%{_like(quoted)}%", escape="\\"))
+        total = int(self.conn.execute(
+            select(func.count()).select_from(t.protocols).where(*cond)).scalar_one())
+        q = (select(t.protocols).where(*cond)
+             .order_by(c.updated_at.desc(), c.id).limit(limit).offset(offset))
+        return list(self.conn.execute(q).mappings()), total
+
+    def step_counts(self, protocol_ids: Sequence[str]) -> dict[str, int]:
+        if not protocol_ids:
+            return {}
+        s = t.steps.c
+        q = (select(s.protocol_id, func.count()).where(s.protocol_id.in_(list(protocol_ids)))
+             .group_by(s.protocol_id))
+        return {r[0]: int(r[1]) for r in self.conn.execute(q)}
 
     def step(self, step_id: str) -> Row | None:
         return self.conn.execute(select(t.steps).where(t.steps.c.id == step_id)).mappings().first()
@@ -143,6 +176,13 @@ class Repo:
         if protocol_id:
             q = q.where(t.runs.c.protocol_id == protocol_id)
         q = q.order_by(t.runs.c.updated_at.desc()).limit(limit)
+        return list(self.conn.execute(q).mappings())
+
+    def runs_page(self, space: str, *, limit: int, status: str | None = None) -> list[Row]:
+        q = select(t.runs).where(t.runs.c.space == space)
+        if status:
+            q = q.where(t.runs.c.status == status)
+        q = q.order_by(t.runs.c.updated_at.desc(), t.runs.c.id).limit(limit)
         return list(self.conn.execute(q).mappings())
 
     def insert_attestation(self, **values: Any) -> None:

@@ -59,7 +59,7 @@ async def test_a_protocol_runs_over_streamable_http(url: str, kairos: Kairos) ->
     report = kairos.verify_run(run["final"]["run_id"], Caller("A"))
     assert report["valid"] and report["proofs"] == 3
     assert kairos.run_history(Caller("A"))[0]["caller"] == "http-agent"
-    assert health.status_code == 200 and health.json()["status"] == "ok"
+    assert health.status_code == 200 and health.json()["status"] == "healthy"
     assert 'kairos_mcp_tool_calls_total{outcome="ok",tool="kairos_next"} 2.0' in metrics.text
     assert 'route="/mcp"' in metrics.text
 

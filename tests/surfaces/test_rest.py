@@ -228,7 +228,7 @@ async def test_entries_and_the_session_header_over_the_body(http: httpx.AsyncCli
 async def test_health_metrics_and_openapi(http: httpx.AsyncClient) -> None:
     health = await http.get("/health")
     assert health.status_code == 200
-    assert health.json()["status"] == "ok"
+    assert health.json()["status"] == "healthy"
     assert {"store", "embedder", "index"} <= set(health.json())
     await http.post("/api/v1/runs/begin", json={"uri": "bad"})
     metrics = await http.get("/metrics")

@@ -1,0 +1,82 @@
+"""How the command line writes: data on stdout, messages for people and errors on stderr.
+
+On a terminal, tables are drawn by rich. Anywhere else (a pipe, a file, a test runner)
+every line is written as is, never wrapped: a table becomes tab-separated rows without a
+header, and text such as a dumped protocol is written byte for byte.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+
+class CliError(Exception):
+    """A failure to report as one line, ``error: <message>``; exit code 2 for usage and
+    configuration errors, 1 for everything else."""
+
+    def __init__(self, message: str, code: int = 1) -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code
+
+
+def is_terminal() -> bool:
+    return sys.stdout.isatty()
+
+
+def write(text: str) -> None:
+    """Text exactly as given."""
+    sys.stdout.write(text)
+    sys.stdout.flush()
+
+
+def line(text: str = "") -> None:
+    write(text + "\n")
+
+
+def note(text: str) -> None:
+    """A message for the person at the terminal (stderr: never mixed into data)."""
+    sys.stderr.write(text + "\n")
+    sys.stderr.flush()
+
+
+def error(message: str) -> None:
+    note("error: " + " ".join(message.split()))
+
+
+def as_json(data: Any) -> None:
+    write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+
+
+def _cell(value: Any) -> str:
+    text = "" if value is None else str(value)
+    return " ".join(text.split()) if ("\t" in text or "\n" in text) else text
+
+
+def row(*cells: Any) -> None:
+    """One record on one line: tab-separated in a pipe, two spaces apart on a terminal."""
+    line(("  " if is_terminal() else "\t").join(_cell(c) for c in cells))
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *,
+          no_wrap: Sequence[str] = ()) -> None:
+    if not is_terminal():
+        for cells in rows:
+            line("\t".join(_cell(c) for c in cells))
+        return
+    from rich.console import Console
+    from rich.table import Column, Table
+    from rich.text import Text
+
+    columns = [Column(h, no_wrap=h in no_wrap) for h in headers]
+    grid = Table(*columns)
+    for cells in rows:
+        grid.add_row(*(Text(_cell(c)) for c in cells))
+    Console(highlight=False).print(grid)
+
+
+__all__ = ["CliError", "as_json", "error", "is_terminal", "line", "note", "row", "table",
+           "write"]

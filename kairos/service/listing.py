@@ -1,0 +1,144 @@
+"""Listing protocols and runs a page at a time, and aborting a run.
+
+An aborted run is finished with outcome ``failure`` at the step it was waiting on, exactly
+as if the caller had attested that step as failed (kairos_attest's documented way to
+abort): the failure counts in the protocol's metrics, the attestation is recorded with the
+reason, and the run's pending nonce can no longer be answered.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ..domain import engine, errors
+from ..domain.errors import ConflictError, NotFoundError, ValidationError
+from ..domain.uris import to_uri
+from ..store.db import Store
+from ..store.repo import Repo, Row
+from .protocols import Caller
+from .runs import RunService
+
+MAX_PAGE = 500
+RUN_STATUSES = (engine.ACTIVE, engine.COMPLETED, engine.FINISHED)
+
+
+def _count(value: Any, field: str, lowest: int, highest: int) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or not lowest <= value <= highest:
+        raise ValidationError(field, f"an integer from {lowest} to {highest}")
+    return value
+
+
+class Listing:
+    def __init__(self, store: Store, runs: RunService) -> None:
+        self.store = store
+        self.runs = runs
+
+    def protocols(self, caller: Caller, *, limit: Any = 50, offset: Any = 0,
+                  title: str | None = None, tag: str | None = None,
+                  builtin: bool = False) -> dict[str, Any]:
+        """The caller's protocols, most recently changed first; ``title`` keeps those whose
+        title contains it (case-insensitive), ``tag`` those with that tag, ``builtin`` adds
+        the built-in ones."""
+        limit = _count(limit, "limit", 1, MAX_PAGE)
+        offset = _count(offset, "offset", 0, 2**31 - 1)
+        needle = re.sub(r"\s+", " ", title).strip() if title else None
+        with self.store.read() as repo:
+            rows, total = repo.protocol_page(caller.space, builtin=builtin, title=needle,
+                                             tag=tag or None, limit=limit, offset=offset)
+            ids = [r["id"] for r in rows]
+            first = repo.protocols_with_first_step(ids)
+            counts = repo.step_counts(ids)
+            metrics = repo.metrics_for(ids)
+        items = []
+        for r in rows:
+            m = metrics.get(r["id"])
+            items.append({
+                "uri": to_uri(first[r["id"]]["step_id"]) if r["id"] in first else None,
+                "chain_label": r["title"],
+                "step_count": counts.get(r["id"], 0),
+                "tags": list(r["tags"]),
+                "builtin": bool(r["builtin"]),
+                "runs": m["runs"] if m else 0,
+                "successes": m["successes"] if m else 0,
+                "failures": m["failures"] if m else 0,
+                "last_run_at": m["last_run_at"] if m else None,
+                "created_at": r["created_at"],
+                "updated_at": r["updated_at"],
+            })
+        return {"items": items, "total": total, "limit": limit, "offset": offset,
+                "has_more": offset + len(items) < total}
+
+    def runs_list(self, caller: Caller, *, limit: Any = 20,
+                  status: str | None = None) -> dict[str, Any]:
+        """Recent runs; ``step`` is the step a run waits on, or its last step once
+        finished (never beyond ``step_count``)."""
+        limit = _count(limit, "limit", 1, MAX_PAGE)
+        if status is not None and status not in RUN_STATUSES:
+            raise ValidationError("status", "active, completed or finished")
+        with self.store.read() as repo:
+            rows = repo.runs_page(caller.space, limit=limit, status=status)
+            pids = list(dict.fromkeys(r["protocol_id"] for r in rows))
+            counts = repo.step_counts(pids)
+            titles = {p: (row["title"] if (row := repo.protocol(p)) else None) for p in pids}
+        return {"items": [self._run_item(r, titles[r["protocol_id"]],
+                                         counts.get(r["protocol_id"], 0)) for r in rows]}
+
+    @staticmethod
+    def _run_item(r: Row, title: str | None, step_count: int) -> dict[str, Any]:
+        step = r["step_index"] + 1
+        return {"run_id": r["id"], "chain_label": title, "status": r["status"],
+                "outcome": r["outcome"],
+                "step": min(step, step_count) if step_count else step,
+                "step_count": step_count, "retry_count": r["retry_count"],
+                "caller": r["caller"], "message": r["message"],
+                "created_at": r["created_at"], "updated_at": r["updated_at"]}
+
+    def run_of_nonce(self, nonce: Any, caller: Caller) -> dict[str, Any]:
+        """The run a challenge's nonce belongs to (so a terminal can name the run it is
+        walking)."""
+        if not isinstance(nonce, str) or not nonce:
+            raise ValidationError("nonce", "a nonce string")
+        with self.store.read() as repo:
+            run = repo.run_by_nonce(nonce)
+            if run is None or run["space"] != caller.space:
+                raise NotFoundError(f"No run issued the nonce {nonce}.", field="nonce")
+            counts = repo.step_counts([run["protocol_id"]])
+            proto = repo.protocol(run["protocol_id"])
+        return self._run_item(run, proto["title"] if proto else None,
+                              counts.get(run["protocol_id"], 0))
+
+    def abort(self, run_id: Any, caller: Caller, message: Any = None) -> dict[str, Any]:
+        """Finish an active or completed run with outcome failure at its pending step."""
+        if message is not None and not isinstance(message, str):
+            raise ValidationError("message", "a string")
+        reason = (message or "").strip() or "Aborted."
+        with self.store.write() as repo:
+            run = self._own(repo, run_id, caller)
+            if run["status"] == engine.FINISHED:
+                raise ConflictError(errors.CONFLICT,
+                                    f"Run {run['id']} is already finished (outcome "
+                                    f"{run['outcome']}); there is nothing to abort.",
+                                    field="run_id")
+            proto = repo.protocol(run["protocol_id"])
+            steps = repo.steps_of(run["protocol_id"])
+            if proto is None or not steps:
+                raise NotFoundError(f"The protocol of run {run['id']} no longer exists.",
+                                    field="run_id")
+            step = steps[min(run["step_index"], len(steps) - 1)]
+            done = self.runs._record_outcome(repo, run, proto, step, "failure", reason, 0.0,
+                                             None)
+        return {**done, "status": engine.FINISHED, "aborted": True,
+                "next_action": "Run aborted."}
+
+    @staticmethod
+    def _own(repo: Repo, run_id: Any, caller: Caller) -> Row:
+        if not isinstance(run_id, str) or not run_id:
+            raise ValidationError("run_id", "a run id string")
+        run = repo.run(run_id)
+        if run is None or run["space"] != caller.space:
+            raise NotFoundError(f"No run {run_id}.", field="run_id")
+        return run
+
+
+__all__ = ["Listing"]
