@@ -7,6 +7,8 @@ import re
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from kairos.cli.main import app
 from kairos.config import DEFAULTS
 from kairos.mcp.tools import REGISTRY
@@ -21,6 +23,7 @@ def _walkthrough() -> str:
     return m.group(1)
 
 
+@pytest.mark.timeout(300)
 def test_the_walkthrough_runs(tmp_path: Path) -> None:
     """The README's block exactly as printed, in bash with a clean PATH and nothing of
     KAIROS in the environment: what a reader's fresh shell has."""

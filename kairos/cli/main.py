@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -401,9 +402,9 @@ def _answer(challenge: dict[str, Any], step: dict[str, Any], assume_yes: bool
                                             err=True)):
             return None
         return {**base, "user_input": {"confirmation": "yes"}}
-    first = " ".join(step["content"].split())[:300] or "the step"
-    text = (f"Done as described: {first}" if assume_yes
-            else typer.prompt(challenge["description"], err=True))
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S")
+    text = (f"Answered by kairos run --yes at {stamp}, without a person checking the step."
+            if assume_yes else typer.prompt(challenge["description"], err=True))
     return {**base, "comment": {"text": text}}
 
 
