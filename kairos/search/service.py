@@ -9,12 +9,14 @@ import re
 import threading
 import time
 from collections.abc import Callable, Sequence
+from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 from sqlalchemy import delete, func, insert, select, update
 from sqlalchemy.engine import Connection
+from sqlalchemy.exc import IntegrityError
 
 from ..domain import doctext, scoring
 from ..store import schema as t
@@ -253,9 +255,16 @@ class SearchService:
     # --- the write guard ----------------------------------------------------------------------
 
     def version(self, space: str, kind: str) -> int:
-        """How many checked writes of ``kind`` the space has had (read before a check)."""
+        """How many checked writes of ``kind`` the space has had (read before a check).
+        The counter row is created here, in its own transaction, the first time."""
+        key = _version_key(space, kind)
         with self.store.read() as repo:
-            value = _get_meta(repo.conn, _version_key(space, kind))
+            value = _get_meta(repo.conn, key)
+        if value is None:
+            with suppress(IntegrityError), self.store.write() as repo:
+                repo.conn.execute(insert(t.index_meta).values(key=key, value="0"))
+            with self.store.read() as repo:
+                value = _get_meta(repo.conn, key)
         return int(value or 0)
 
     @staticmethod
@@ -264,17 +273,9 @@ class SearchService:
         kind came after ``seen``. False means the duplicate check is stale: check again.
         On PostgreSQL the conditional UPDATE row-locks the counter until commit, so two
         writers cannot both pass it."""
-        key = _version_key(space, kind)
-        conn = repo.conn
-        done = conn.execute(update(t.index_meta).where(
-            (t.index_meta.c.key == key) & (t.index_meta.c.value == str(seen)))
-            .values(value=str(seen + 1))).rowcount
-        if done:
-            return True
-        if seen == 0 and _get_meta(conn, key) is None:
-            conn.execute(insert(t.index_meta).values(key=key, value="1"))
-            return True  # a racing first insert fails on the primary key
-        return False
+        return bool(repo.conn.execute(update(t.index_meta).where(
+            (t.index_meta.c.key == _version_key(space, kind))
+            & (t.index_meta.c.value == str(seen))).values(value=str(seen + 1))).rowcount)
 
     def similar(self, kind: str, space: str, title: str, body: str,
                 exclude: str | None, query_vector: np.ndarray | None = None
