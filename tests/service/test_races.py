@@ -49,3 +49,34 @@ def test_racing_mints_of_one_title_store_one_protocol(kairos: Kairos) -> None:
     matches = [c for c in kairos.search("rotate the signing key")["choices"]
                if c["role"] == "match"]
     assert len(matches) == 1
+
+
+BODIES = ("## Back up\n\nDump the orders database to the backup bucket with pg_dump and "
+          "verify the archive lists every table.\n",
+          "## Rotate\n\nRotate the TLS certificate of the public load balancer and reload "
+          "nginx on every edge node.\n",
+          "## Publish\n\nBuild the documentation site with mkdocs and upload it to the "
+          "static hosting bucket.\n")
+
+
+def test_racing_near_identical_mints_store_one(kairos: Kairos) -> None:
+    """The similarity check runs before the write; the write guard sends every mint that
+    lost the race back to check again, where it meets the winner."""
+    for trial, body in enumerate(BODIES):
+        results = _together(8, lambda i, t=trial, b=body: kairos.mint(
+            f"# Nightly job {t}-{i}\n\n{b}"))
+        stored = [r for r in results if isinstance(r, dict)]
+        refused = [r for r in results if isinstance(r, KairosError)]
+        assert len(stored) == 1, results
+        assert {e.code for e in refused} == {"SIMILAR_MEMORY_FOUND"}
+
+
+def test_racing_identical_entries_all_see_each_other(kairos: Kairos) -> None:
+    """Of n identical experiences written at once, each one after the first is told of
+    every one committed before it: no pair goes unflagged by both writes."""
+    entry = {"entity_type": "experience", "category": "testing",
+             "title": "Flaky integration test in CI",
+             "playbook": "Retry the flaky integration test once, then quarantine it."}
+    results = _together(8, lambda i: kairos.write_entry(dict(entry)))
+    flagged = sorted(len(r["duplicates"]) for r in results)
+    assert flagged == list(range(8))
