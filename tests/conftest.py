@@ -19,7 +19,6 @@ from kairos.config import load_settings
 from kairos.search.embedders import LocalEmbedder, local_model
 from kairos.service import Caller, Kairos
 from kairos.store.db import Store
-from tests.fakes import HashEmbedder
 
 PG_URL = os.environ.get("KAIROS_TEST_DATABASE_URL", "")
 BACKEND = "postgresql" if PG_URL else "sqlite"
@@ -74,14 +73,14 @@ def model() -> LocalEmbedder:
 
 
 def make_kairos(home: Path, embedder: object = None, **env: str) -> Kairos:
-    """A service on the test's store; vectors from the deterministic fake embedder unless
-    another one (or ``KAIROS_EMBEDDER=none``) is asked for."""
+    """A service on the test's store with the shipped local model, unless another embedder
+    (or ``KAIROS_EMBEDDER=none``) is asked for."""
     base = {"KAIROS_HOME": str(home)}
     if PG_URL:
         base["KAIROS_DATABASE_URL"] = PG_URL
     settings = load_settings(env={**base, **env})
     if embedder is None and settings.embedder != "none":
-        embedder = HashEmbedder()
+        embedder = local_model()
     service = Kairos(settings, embedder=embedder, background=False)  # type: ignore[arg-type]
     _opened.append(service)
     return service

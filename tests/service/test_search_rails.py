@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import threading
+import time
 from pathlib import Path
 
 import httpx
@@ -100,3 +102,30 @@ def test_embedder_factory() -> None:
     assert make_embedder("local").name == "local"
     with pytest.raises(ValueError):
         make_embedder("word2vec")
+
+
+def test_writes_while_the_provider_is_down_are_queued_and_drained(home: Path) -> None:
+    """A remote provider that fails: the write is stored with its text and queued
+    (``index.pending``); once the provider answers, the drain embeds it, with no restart."""
+    up = threading.Event()
+    server = _openai_server()
+
+    def flaky(request: httpx.Request) -> httpx.Response:
+        if not up.is_set():
+            return httpx.Response(503, json={"error": "loading"})
+        return server.handle_request(request)
+
+    embedder = OpenAIEmbedder("http://tei.local/v1", "m", "sk-test",
+                              transport=httpx.MockTransport(flaky))
+    k = make_kairos(home, embedder)
+    k.write_entry({"entity_type": "experience", "category": "general", "title": "Warm caches",
+                   "playbook": "Warm the cache before traffic arrives."})
+    assert k.health()["index"]["pending"] == 1
+    k.search_engine.start_background(interval=0.05)
+    up.set()
+    deadline = time.monotonic() + 20
+    while k.health()["index"]["pending"] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    state = k.health()["index"]
+    assert state["pending"] == 0 and state["with_vectors"] == 1
+    assert k.search_entries({"query": "warm the cache"})["search_mode"] != "text"
