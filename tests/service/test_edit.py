@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 
@@ -11,6 +13,7 @@ from kairos.domain.texts import CREATE_PROTOCOL_URI, REFINE_SEARCH_URI
 from kairos.service import Caller, Kairos
 from tests.conftest import make_kairos
 from tests.domain.test_markdown_roundtrip import PROTOCOLS
+from tests.fakes import HashEmbedder
 from tests.spec.seedkit import mint_three, shell_ok
 
 
@@ -131,6 +134,12 @@ def test_builtins_refresh_when_their_source_changes(home) -> None:
     assert k.dump(REFINE_SEARCH_URI, protocol=True) == before
 
 
+
+
+@pytest.fixture
+def kairos(home: Path) -> Kairos:
+    """The round trip is about markdown, not vectors: the fast deterministic embedder."""
+    return make_kairos(home, HashEmbedder())
 
 
 @settings(max_examples=40, deadline=None,

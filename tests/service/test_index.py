@@ -34,7 +34,7 @@ def test_a_second_process_sees_writes_immediately(home: Path) -> None:
 
 
 def test_a_model_change_is_detected_and_re_embedded(home: Path) -> None:
-    first = make_kairos(home)
+    first = make_kairos(home, HashEmbedder())
     for i in range(5):
         first.mint(f"# Runbook {i} for disk alerts\n\n## Check\n\nCheck disk {i} usage.\n",
                    force_update=True)

@@ -98,11 +98,16 @@ def test_mint_dump_runs_and_verify(env: Path, tmp_path: Path) -> None:
     assert unknown.exit_code == 1 and one_error(unknown.stderr).endswith("[NOT_FOUND]")
 
 
+TASKS = ("Rotate the TLS certificate on every edge node.",
+         "Back up the orders database to the archive bucket.",
+         "Publish the documentation site after a release.")
+
+
 def test_mint_a_directory_with_a_progress_bar(env: Path, tmp_path: Path) -> None:
     docs = tmp_path / "docs"
     docs.mkdir()
-    for i in range(3):
-        (docs / f"p{i}.md").write_text(f"# Protocol {i}\n\n## Only step\n\nDo thing {i}.\n"
+    for i, task in enumerate(TASKS):
+        (docs / f"p{i}.md").write_text(f"# Protocol {i}\n\n## Only step\n\n{task}\n"
                                        "\nPROOF OF WORK: comment min_length=20\n", "utf-8")
     (docs / "broken.md").write_text("no heading here\n", "utf-8")
     result = run("mint", str(docs))
@@ -170,7 +175,7 @@ def test_reindex_reports_progress_and_result(env: Path, tmp_path: Path) -> None:
     run("mint", str(three_steps_file(tmp_path)))
     result = run("reindex")
     assert result.exit_code == 0, result.output
-    assert result.stdout.startswith("Re-embedded ") and "fake:hash:256" in result.stdout
+    assert result.stdout.startswith("Re-embedded ") and "local:all-MiniLM" in result.stdout
     assert json.loads(run("reindex", "--json").stdout)["embedded"] >= 1
 
 
@@ -320,9 +325,9 @@ def runs_json() -> list[dict[str, Any]]:
 
 
 def test_list_pages_filters_and_json(env: Path, tmp_path: Path) -> None:
-    for i, name in enumerate(("alpha", "bravo", "charlie")):
+    for i, (name, task) in enumerate(zip(("alpha", "bravo", "charlie"), TASKS, strict=True)):
         mint_text(tmp_path, f"# Protocol number {i}\n\n## Only step\n\nCheck {name} and "
-                            f"{name} again.\n\nPROOF OF WORK: comment min_length=20\n",
+                            f"{name} again. {task}\n\nPROOF OF WORK: comment min_length=20\n",
                   f"p{i}.md")
     listed = run("list")
     assert listed.exit_code == 0 and listed.stderr == ""
