@@ -1,0 +1,90 @@
+"""Hand-written bad inputs over REST and MCP: each gets a structured error naming the
+field — never a 500, never an internal error, never a half-written record."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+import pytest
+from mcp import Client
+
+from kairos.service import Kairos
+from tests.hardening.conftest import tool
+from tests.spec.seedkit import THREE_STEPS
+
+pytestmark = pytest.mark.anyio
+SURROGATE = "\ud800"
+STEP = "kairos://mem/00000000-0000-0000-0000-00000000dead"
+
+# (method, path, body with a lone surrogate, the field the error must name)
+SURROGATE_BODIES: list[tuple[str, str, dict[str, Any], str]] = [
+    ("POST", "/api/v1/protocols", {"markdown_doc": f"# T{SURROGATE}\n\n## S\n\nx\n"},
+     "markdown_doc"),
+    ("POST", "/api/v1/protocols/search", {"query": f"deploy {SURROGATE}"}, "query"),
+    ("POST", "/api/v1/search", {"query": SURROGATE}, "query"),
+    ("POST", "/api/v1/entries", {"entity_type": "experience", "category": "general",
+                                 "title": "t", "playbook": f"p{SURROGATE}"}, "playbook"),
+    ("POST", "/api/v1/entries/read", {"ids": [SURROGATE]}, "ids[0]"),
+    ("POST", "/api/v1/entries/update", {"entity_id": "x", "updates": {"title": SURROGATE}},
+     "updates.title"),
+    ("POST", "/api/v1/search/session/cited", {"session_id": "s1", "ids": ["a", SURROGATE]},
+     "ids[1]"),
+    ("POST", "/api/v1/runs/next", {"uri": STEP, "solution": {"type": "shell",
+                                                             "nonce": SURROGATE}},
+     "solution.nonce"),
+    ("POST", "/api/v1/runs/next", {"uri": STEP, "solution": {
+        "type": "shell", "nonce": "n", "proof_hash": "h",
+        "shell": {"exit_code": 0, "stdout": f"ok {SURROGATE}"}}}, "solution.shell.stdout"),
+    ("POST", "/api/v1/protocols/update", {"uris": [STEP], "markdown_doc": SURROGATE},
+     "markdown_doc"),
+    ("POST", "/api/v1/protocols/delete", {"uris": [SURROGATE]}, "uris[0]"),
+    ("POST", "/api/v1/runs/attest", {"uri": STEP, "outcome": "success",
+                                     "message": SURROGATE}, "message"),
+    ("PATCH", "/api/v1/entries/x", {"title": SURROGATE}, "title"),
+]
+
+
+@pytest.mark.parametrize(("method", "path", "body", "field"), SURROGATE_BODIES)
+async def test_a_lone_surrogate_is_a_422_naming_the_field(
+        http: httpx.AsyncClient, method: str, path: str, body: dict[str, Any],
+        field: str) -> None:
+    response = await http.request(method, path, content=json.dumps(body),
+                                  headers={"content-type": "application/json"})
+    assert response.status_code == 422, response.text
+    error = response.json()
+    assert error["error_code"] == "INVALID_INPUT"
+    assert error["field"] == field
+    assert "surrogate" in error["message"]
+
+
+async def test_a_surrogate_pair_is_text(http: httpx.AsyncClient) -> None:
+    doc = "# Ship it \U0001f680\n\n## Build\n\nPROOF OF WORK: make\n"
+    response = await http.post("/api/v1/protocols", content=json.dumps({"markdown_doc": doc}),
+                               headers={"content-type": "application/json"})
+    assert response.status_code == 201, response.text
+    assert response.json()["items"][0]["chain_label"] == "Ship it \U0001f680"
+
+
+@pytest.mark.parametrize(("name", "args", "field"), [
+    ("kairos_mint", {"markdown_doc": f"# T\n\n## S{SURROGATE}\n"}, "markdown_doc"),
+    ("kairos_search", {"query": SURROGATE}, "query"),
+    ("search_entries", {"query": SURROGATE}, "query"),
+    ("write_entry", {"entity_type": "manual", "category": "general", "title": SURROGATE},
+     "title"),
+    ("kairos_next", {"uri": STEP, "solution": {"type": "comment", "nonce": SURROGATE}},
+     "solution.nonce"),
+    ("kairos_delete", {"uris": [STEP, SURROGATE]}, "uris[1]"),
+])
+async def test_a_lone_surrogate_over_mcp_is_a_tool_error_naming_the_field(
+        mcp: Client, name: str, args: dict[str, Any], field: str) -> None:
+    is_error, body = await tool(mcp, name, args)
+    assert is_error
+    assert body["error_code"] == "INVALID_INPUT" and body["field"] == field
+
+
+async def test_the_three_step_seed_still_mints(http: httpx.AsyncClient,
+                                               kairos: Kairos) -> None:
+    response = await http.post("/api/v1/protocols", json={"markdown_doc": THREE_STEPS})
+    assert response.status_code == 201, response.text
