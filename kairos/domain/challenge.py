@@ -8,7 +8,7 @@ import shlex
 from dataclasses import dataclass
 from typing import Any
 
-from . import relevance, texts
+from . import limits, relevance, texts
 from .errors import MISSING_CHALLENGE_FIELD, UNKNOWN_CHALLENGE_TYPE, MarkdownError
 
 CHALLENGE_TYPES = ("shell", "mcp", "user_input", "comment")
@@ -179,6 +179,18 @@ def _unquote(text: str) -> str:
 
 
 def parse_json_block(body: str, line: int) -> Any:
+    """The JSON of a step's challenge block (``line``: the line of its opening fence)."""
+    depth_limit = limits.current().json_depth
+    if limits.json_depth(body) > depth_limit:
+        raise MarkdownError(
+            "INVALID_CHALLENGE_JSON",
+            f"Invalid challenge JSON on line {line + 1}: nested more than {depth_limit} "
+            "levels deep",
+            field="challenge",
+            expected=f'{{"challenge": {{"type": ..., ...}}}} nested at most {depth_limit} '
+                     "levels deep",
+            line=line + 1,
+        )
     try:
         return json.loads(body)
     except json.JSONDecodeError as exc:

@@ -88,3 +88,31 @@ async def test_the_three_step_seed_still_mints(http: httpx.AsyncClient,
                                                kairos: Kairos) -> None:
     response = await http.post("/api/v1/protocols", json={"markdown_doc": THREE_STEPS})
     assert response.status_code == 201, response.text
+
+
+# --- item: a challenge block nested thousands deep --------------------------------------
+
+DEEP_BLOCK = ("# Deep\n\n## S\n\n```json\n{\"challenge\": " + "[" * 5000 + "]" * 5000
+              + "}\n```\n")
+
+
+async def test_a_deeply_nested_challenge_block_is_refused_with_its_line(
+        http: httpx.AsyncClient, mcp: Client) -> None:
+    response = await http.post("/api/v1/protocols", json={"markdown_doc": DEEP_BLOCK})
+    assert response.status_code == 422, response.text
+    error = response.json()
+    assert (error["error_code"], error["field"], error["line"]) == (
+        "INVALID_CHALLENGE_JSON", "challenge", 6)
+    is_error, body = await tool(mcp, "kairos_mint", {"markdown_doc": DEEP_BLOCK})
+    assert is_error and body["error_code"] == "INVALID_CHALLENGE_JSON"
+
+
+@pytest.mark.parametrize("depth", [70, 5000])
+async def test_a_deeply_nested_request_body_is_a_422_naming_the_body(
+        http: httpx.AsyncClient, depth: int) -> None:
+    raw = '{"query": "x", "filters": ' + '{"a": ' * depth + "1" + "}" * depth + "}"
+    response = await http.post("/api/v1/search", content=raw,
+                               headers={"content-type": "application/json"})
+    assert response.status_code == 422, response.text
+    assert response.json()["field"] == "body"
+    assert "levels deep" in response.json()["message"]
