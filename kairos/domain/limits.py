@@ -7,6 +7,7 @@ root calls ``configure`` once at start, and every check reads ``current()``.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, fields, replace
 from itertools import accumulate
@@ -92,9 +93,9 @@ def check_json_depth(text: str, field: str) -> None:
 
 # --- text that no store can keep ---------------------------------------------------------
 
-_BAD_CHAR = re.compile("[\x00\ud800-\udfff]")
+BAD_CHAR = re.compile("[\x00\ud800-\udfff]")
 #: In raw JSON text the only way to spell a NUL or a surrogate is a \\u escape.
-_BAD_ESCAPE = re.compile(r"\\u(?:0000|[dD][89a-fA-F][0-9a-fA-F]{2})")
+_BAD_ESCAPE = re.compile(r"\\u(?:0000|[dD][89a-fA-F][0-9a-fA-F]{2})|NaN|Infinity")
 
 
 def might_hold_bad_text(raw_json: str) -> bool:
@@ -106,22 +107,24 @@ def might_hold_bad_text(raw_json: str) -> bool:
 def bad_text(value: Any, path: str = "", max_depth: int | None = None
              ) -> tuple[str, str] | None:
     """(field path, problem) of the first string or object key in ``value`` that holds a
-    NUL character or a lone surrogate, or of the first container nested deeper than
-    ``max_depth``; None when there is none."""
+    NUL character or a lone surrogate, of a NaN or infinite number, or of the first
+    container nested deeper than ``max_depth``; None when there is none."""
     stack: list[tuple[str, Any, int]] = [(path, value, 0)]
     while stack:
         where, item, depth = stack.pop()
         if isinstance(item, str):
-            m = _BAD_CHAR.search(item)
+            m = BAD_CHAR.search(item)
             if m:
                 what = "a NUL character" if m.group() == "\x00" else "a lone surrogate"
                 return where or "body", what
             continue
+        if isinstance(item, float) and not math.isfinite(item):
+            return where or "body", "a number that is not finite (NaN or Infinity)"
         if isinstance(item, dict | list) and max_depth is not None and depth >= max_depth:
             return where or "body", f"JSON nested more than {max_depth} levels deep"
         if isinstance(item, dict):
             for key, sub in reversed(list(item.items())):
-                if isinstance(key, str) and _BAD_CHAR.search(key):
+                if isinstance(key, str) and BAD_CHAR.search(key):
                     return where or "body", "an object key that is not valid text"
                 stack.append((f"{where}.{key}" if where else str(key), sub, depth + 1))
         elif isinstance(item, list):
@@ -140,6 +143,8 @@ def check_value(value: Any, path: str = "") -> None:
         if what.startswith("JSON nested"):
             raise ValidationError(field, f"JSON nested at most {limit} levels deep",
                                   message=f"Invalid {field}: {what}.")
+        if what.startswith("a number"):
+            raise ValidationError(field, "a finite number", message=f"Invalid {field}: {what}.")
         raise ValidationError(field, "text without NUL characters or lone surrogates",
                               message=f"Invalid {field}: it contains {what}; expected valid "
                                       "Unicode text without NUL (U+0000).")
@@ -152,6 +157,7 @@ def check_length(value: str | None, field: str, limit: int) -> None:
                                       f"{limit}.")
 
 
-__all__ = ["COMMENT_MIN_LENGTH_MAX", "MODEL_ID_CHARS", "SETTINGS", "SHELL_TIMEOUT_MAX_SECONDS",
-           "Limits", "bad_text", "check_json_depth", "check_length", "check_value",
-           "configure", "current", "json_depth", "might_hold_bad_text"]
+__all__ = ["BAD_CHAR", "COMMENT_MIN_LENGTH_MAX", "MODEL_ID_CHARS", "SETTINGS",
+           "SHELL_TIMEOUT_MAX_SECONDS", "Limits", "bad_text", "check_json_depth",
+           "check_length", "check_value", "configure", "current", "json_depth",
+           "might_hold_bad_text"]
