@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 from sqlalchemy import insert, select, update
+from sqlalchemy.exc import IntegrityError
 
 from ..domain.errors import CONFLICT, ConflictError, NotFoundError, ValidationError
 from ..domain.uris import new_id, to_uri
@@ -82,8 +83,15 @@ class EntryService:
     def _ensure_categories(self, repo: Repo, space: str) -> list[dict[str, Any]]:
         rows = repo.categories(space)
         if not rows:
-            for code, name, description in STARTER_CATEGORIES:
-                repo.insert_category(space=space, code=code, name=name, description=description)
+            # Idempotent: writers racing on a new space all succeed. A savepoint keeps the
+            # transaction usable when another writer's identical rows won the insert.
+            try:
+                with repo.conn.begin_nested():
+                    for code, name, description in STARTER_CATEGORIES:
+                        repo.insert_category(space=space, code=code, name=name,
+                                             description=description)
+            except IntegrityError:
+                pass
             rows = repo.categories(space)
         return [{"code": r["code"], "name": r["name"], "description": r["description"]}
                 for r in rows]

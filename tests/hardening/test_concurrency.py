@@ -1,0 +1,38 @@
+"""Writers racing on the same new space all succeed."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+from kairos.service import Caller
+from tests.conftest import make_kairos
+
+WRITERS = 20
+
+
+def test_concurrent_first_writes_in_a_new_space_all_succeed(home: Path) -> None:
+    kairos = make_kairos(home, KAIROS_EMBEDDER="none")
+    caller = Caller(space="brand-new")
+    barrier = threading.Barrier(WRITERS)
+    results: list[Any] = []
+
+    def write(i: int) -> None:
+        barrier.wait(timeout=30)
+        try:
+            results.append(kairos.write_entry({
+                "entity_type": "experience", "category": "general", "title": f"Lesson {i}",
+                "playbook": f"Do thing number {i} differently from the others."}, caller))
+        except Exception as exc:  # the failure is what the test reports
+            results.append(exc)
+
+    threads = [threading.Thread(target=write, args=(i,)) for i in range(WRITERS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    failures = [r for r in results if isinstance(r, Exception)]
+    assert not failures, failures[:3]
+    assert len(results) == WRITERS
+    assert kairos.list_categories(caller)["count"] == 10
