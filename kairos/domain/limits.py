@@ -41,6 +41,9 @@ SETTINGS = {f"max_{f.name}": f.name for f in fields(Limits)}
 
 #: Fixed limits (they follow from the schema or from the challenge semantics).
 MODEL_ID_CHARS = 128
+PLAYBOOK_CHARS = 2_000  # an experience's playbook and context, a manual's summary
+CONTENT_CHARS = 100_000  # a manual's content
+AUTHOR_CHARS = 200
 COMMENT_MIN_LENGTH_MAX = 10_000
 SHELL_TIMEOUT_MAX_SECONDS = 86_400
 
@@ -157,7 +160,8 @@ def check_length(value: str | None, field: str, limit: int) -> None:
                                       f"{limit}.")
 
 
-__all__ = ["BAD_CHAR", "COMMENT_MIN_LENGTH_MAX", "MODEL_ID_CHARS", "SETTINGS",
+__all__ = ["AUTHOR_CHARS", "BAD_CHAR", "COMMENT_MIN_LENGTH_MAX", "CONTENT_CHARS",
+           "MODEL_ID_CHARS", "PLAYBOOK_CHARS", "SETTINGS",
            "SHELL_TIMEOUT_MAX_SECONDS", "Limits", "bad_text", "check_json_depth",
            "check_length", "check_value", "configure", "current", "json_depth",
            "might_hold_bad_text"]

@@ -9,6 +9,7 @@ import numpy as np
 from sqlalchemy import insert, select, update
 from sqlalchemy.exc import IntegrityError
 
+from ..domain import limits
 from ..domain.errors import CONFLICT, ConflictError, NotFoundError, ValidationError
 from ..domain.uris import new_id, to_uri
 from ..search.service import DUPLICATE_SEQ, DocSpec, Hit, SearchService, entry_spec
@@ -23,9 +24,6 @@ from .protocols import Caller
 
 TYPES = ("experience", "manual", "protocol")
 SECTIONS = ("useful", "harmful", "contextual")
-MAX_TITLE = 120
-MAX_PLAYBOOK = 2000
-MAX_CONTENT = 100_000
 _GUARD_ATTEMPTS = 20
 DOWNRANK_FACTOR = 0.5
 MIN_SCORE_VECTOR = 0.50
@@ -129,8 +127,10 @@ class EntryService:
                                           f"{', '.join(sorted(categories))}.")
         out: dict[str, Any] = {
             "category": category,
-            "title": _text(merged.get("title"), "title", required=True, limit=MAX_TITLE),
-            "author": _text(merged.get("author"), "author", required=False, limit=200),
+            "title": _text(merged.get("title"), "title", required=True,
+                           limit=limits.current().title_chars),
+            "author": _text(merged.get("author"), "author", required=False,
+                            limit=limits.AUTHOR_CHARS),
         }
         if kind == "experience":
             section = merged.get("section") or "useful"
@@ -138,14 +138,14 @@ class EntryService:
                 raise ValidationError("section", "'useful', 'harmful' or 'contextual'")
             out["section"] = section
             out["playbook"] = _text(merged.get("playbook"), "playbook", required=True,
-                                    limit=MAX_PLAYBOOK)
+                                    limit=limits.PLAYBOOK_CHARS)
             out["context"] = _text(merged.get("context"), "context",
-                                   required=section == "contextual", limit=MAX_PLAYBOOK)
+                                   required=section == "contextual", limit=limits.PLAYBOOK_CHARS)
         else:
             out["content"] = _text(merged.get("content"), "content", required=True,
-                                   limit=MAX_CONTENT)
+                                   limit=limits.CONTENT_CHARS)
             out["summary"] = _text(merged.get("summary"), "summary", required=False,
-                                   limit=MAX_PLAYBOOK)
+                                   limit=limits.PLAYBOOK_CHARS)
         return out
 
     # --- writes ------------------------------------------------------------------------------

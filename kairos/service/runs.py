@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..domain import engine, errors
+from ..domain import engine, errors, limits
 from ..domain.engine import RunState
 from ..domain.errors import KairosError, NotFoundError, ValidationError
 from ..domain.proof import verify_chain
@@ -83,6 +83,7 @@ class RunService:
             raise ValidationError("outcome", "'success' or 'failure'")
         if not isinstance(message, str):
             raise ValidationError("message", "a string")
+        limits.check_length(message, "message", limits.current().message_chars)
         if quality_bonus is None:
             quality_bonus = 0.0
         if (not isinstance(quality_bonus, int | float) or isinstance(quality_bonus, bool)
@@ -90,6 +91,7 @@ class RunService:
             raise ValidationError("quality_bonus", "a number between -1 and 1")
         if llm_model_id is not None and not isinstance(llm_model_id, str):
             raise ValidationError("llm_model_id", "a string")
+        limits.check_length(llm_model_id, "llm_model_id", limits.MODEL_ID_CHARS)
         for _ in range(_SWAP_ATTEMPTS):
             with self.store.write() as repo:
                 step, proto, rows = self.protocols.resolve(repo, uri, caller)

@@ -116,3 +116,75 @@ async def test_a_deeply_nested_request_body_is_a_422_naming_the_body(
     assert response.status_code == 422, response.text
     assert response.json()["field"] == "body"
     assert "levels deep" in response.json()["message"]
+
+
+# --- NUL characters and lengths the database cannot hold -------------------------------
+
+NUL_BODIES: list[tuple[str, dict[str, Any], str]] = [
+    ("/api/v1/protocols", {"markdown_doc": "# T\n\n## S\n\nnul \x00 here\n"}, "markdown_doc"),
+    ("/api/v1/entries", {"entity_type": "manual", "category": "general", "title": "t",
+                         "content": "a\x00b"}, "content"),
+    ("/api/v1/runs/attest", {"uri": STEP, "outcome": "failure", "message": "m\x00"},
+     "message"),
+]
+
+
+@pytest.mark.parametrize(("path", "body", "field"), NUL_BODIES)
+async def test_a_nul_character_is_a_422_naming_the_field(
+        http: httpx.AsyncClient, mcp: Client, path: str, body: dict[str, Any],
+        field: str) -> None:
+    response = await http.post(path, json=body)
+    assert response.status_code == 422, response.text
+    assert response.json()["field"] == field and "NUL" in response.json()["message"]
+    name = {"/api/v1/protocols": "kairos_mint", "/api/v1/entries": "write_entry",
+            "/api/v1/runs/attest": "kairos_attest"}[path]
+    is_error, error = await tool(mcp, name, {**body, "entity_type": "manual"}
+                                 if name == "write_entry" else body)
+    assert is_error and error["field"] == field
+
+
+async def _begun(http: httpx.AsyncClient) -> list[str]:
+    minted = await http.post("/api/v1/protocols", json={"markdown_doc": THREE_STEPS})
+    steps = [s["uri"] for s in minted.json()["items"][0]["steps"]]
+    assert (await http.post("/api/v1/runs/begin", json={"uri": steps[0]})).status_code == 200
+    return steps
+
+
+@pytest.mark.parametrize(("path", "extra"), [
+    ("/api/v1/protocols", {"markdown_doc": "# Model\n\n## S\n\nx\n"}),
+    ("/api/v1/runs/attest", {"outcome": "failure", "message": "stopped"}),
+])
+async def test_a_long_llm_model_id_is_refused_before_the_database(
+        http: httpx.AsyncClient, mcp: Client, path: str, extra: dict[str, Any]) -> None:
+    steps = await _begun(http)
+    body = {**extra, "llm_model_id": "m" * 200}
+    if path.endswith("attest"):
+        body["uri"] = steps[0]
+    response = await http.post(path, json=body)
+    assert response.status_code == 422, response.text
+    assert response.json()["field"] == "llm_model_id"
+    is_error, error = await tool(mcp, "kairos_mint" if "markdown_doc" in body
+                                 else "kairos_attest", body)
+    assert is_error and error["field"] == "llm_model_id"
+
+
+async def test_attest_message_and_entry_title_have_limits(
+        http: httpx.AsyncClient, kairos: Kairos) -> None:
+    steps = await _begun(http)
+    long_message = await http.post("/api/v1/runs/attest", json={
+        "uri": steps[0], "outcome": "failure", "message": "m" * 10_001})
+    assert long_message.status_code == 422
+    assert long_message.json()["field"] == "message"
+    huge = await http.post("/api/v1/runs/attest", json={
+        "uri": steps[0], "outcome": "failure", "message": "m" * 5_000_000})
+    assert huge.status_code == 413
+    assert huge.json()["error_code"] == "REQUEST_TOO_LARGE"
+    title = await http.post("/api/v1/entries", json={
+        "entity_type": "manual", "category": "general", "title": "t" * 100_000,
+        "content": "c"})
+    assert title.status_code == 422 and title.json()["field"] == "title"
+    protocol = await http.post("/api/v1/protocols",
+                               json={"markdown_doc": "# " + "t" * 100_000 + "\n\n## S\n\nx\n"})
+    assert protocol.status_code == 422 and protocol.json()["line"] == 1
+    runs = (await http.get("/api/v1/runs")).json()["runs"]
+    assert [r["outcome"] for r in runs] == [None]  # nothing was attested
