@@ -423,7 +423,11 @@ class EntryService:
             raise ValidationError("session_id", "a session id (letters, digits, . _ : -)")
         if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
             raise ValidationError("ids", "a list of entry ids")
-        return {**self.search.sessions.cite(_session_key(caller, sid), ids), "session_id": sid}
+        key = _session_key(caller, sid)
+        if self.search.sessions.get(key) is None:  # citing never creates a session
+            raise NotFoundError(f"No session {sid!r} (unknown or expired): search in it "
+                                "first.", field="session_id")
+        return {**self.search.sessions.cite(key, ids), "session_id": sid}
 
 
 def _session_key(caller: Caller, session_id: str) -> str:
