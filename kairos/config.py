@@ -17,6 +17,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic import ValidationError as PydanticError
 
+from .domain.limits import setting_defaults
+
 DEFAULTS: dict[str, Any] = {
     "home": "~/.kairos",
     "database_url": "",
@@ -30,6 +32,7 @@ DEFAULTS: dict[str, Any] = {
     "port": 8765,
     "api_tokens": "",
     "tokens_file": "",
+    **setting_defaults(),  # max_body_bytes, max_steps, ...: see kairos/domain/limits.py
 }
 
 EXPECTED: dict[str, str] = {

@@ -39,6 +39,12 @@ class Limits:
 #: Setting key (``config.DEFAULTS``, ``KAIROS_<KEY>``) → Limits field.
 SETTINGS = {f"max_{f.name}": f.name for f in fields(Limits)}
 
+def setting_defaults() -> dict[str, int]:
+    """The ``max_*`` settings with their default values (for ``config.DEFAULTS``)."""
+    defaults = Limits()
+    return {key: getattr(defaults, name) for key, name in SETTINGS.items()}
+
+
 #: Fixed limits (they follow from the schema or from the challenge semantics).
 MODEL_ID_CHARS = 128
 PLAYBOOK_CHARS = 2_000  # an experience's playbook and context, a manual's summary
@@ -160,8 +166,23 @@ def check_length(value: str | None, field: str, limit: int) -> None:
                                       f"{limit}.")
 
 
-__all__ = ["AUTHOR_CHARS", "BAD_CHAR", "COMMENT_MIN_LENGTH_MAX", "CONTENT_CHARS",
-           "MODEL_ID_CHARS", "PLAYBOOK_CHARS", "SETTINGS",
-           "SHELL_TIMEOUT_MAX_SECONDS", "Limits", "bad_text", "check_json_depth",
-           "check_length", "check_value", "configure", "current", "json_depth",
-           "might_hold_bad_text"]
+__all__ = [
+    "AUTHOR_CHARS",
+    "BAD_CHAR",
+    "COMMENT_MIN_LENGTH_MAX",
+    "CONTENT_CHARS",
+    "MODEL_ID_CHARS",
+    "PLAYBOOK_CHARS",
+    "SETTINGS",
+    "SHELL_TIMEOUT_MAX_SECONDS",
+    "Limits",
+    "bad_text",
+    "check_json_depth",
+    "check_length",
+    "check_value",
+    "configure",
+    "current",
+    "json_depth",
+    "might_hold_bad_text",
+    "setting_defaults",
+]
