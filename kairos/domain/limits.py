@@ -25,7 +25,7 @@ class Limits:
     steps: int = 200
     """Steps of one protocol."""
     title_chars: int = 200
-    """A protocol title, an experience's or a manual's title."""
+    """A protocol title."""
     label_chars: int = 200
     """A step label (its ``##`` heading)."""
     message_chars: int = 10_000
@@ -50,6 +50,7 @@ MODEL_ID_CHARS = 128
 PLAYBOOK_CHARS = 2_000  # an experience's playbook and context, a manual's summary
 CONTENT_CHARS = 100_000  # a manual's content
 AUTHOR_CHARS = 200
+ENTRY_TITLE_CHARS = 120  # an experience's or a manual's title
 COMMENT_MIN_LENGTH_MAX = 10_000
 SHELL_TIMEOUT_MAX_SECONDS = 86_400
 
@@ -171,6 +172,7 @@ __all__ = [
     "BAD_CHAR",
     "COMMENT_MIN_LENGTH_MAX",
     "CONTENT_CHARS",
+    "ENTRY_TITLE_CHARS",
     "MODEL_ID_CHARS",
     "PLAYBOOK_CHARS",
     "SETTINGS",

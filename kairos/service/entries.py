@@ -128,7 +128,7 @@ class EntryService:
         out: dict[str, Any] = {
             "category": category,
             "title": _text(merged.get("title"), "title", required=True,
-                           limit=limits.current().title_chars),
+                           limit=limits.ENTRY_TITLE_CHARS),
             "author": _text(merged.get("author"), "author", required=False,
                             limit=limits.AUTHOR_CHARS),
         }
