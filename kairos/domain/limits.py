@@ -32,7 +32,7 @@ class Limits:
     """An attestation message."""
     json_depth: int = 64
     """Nesting of JSON objects and arrays, in a request body or a challenge block."""
-    inflight: int = 32
+    inflight: int = 16
     """Requests served at once by one HTTP process; more are answered 503."""
 
 
