@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from typing import Any
+from urllib.parse import unquote
 
 import anyio
 
@@ -120,7 +121,14 @@ class BodyGuard:
         self.mcp_path = mcp_path
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] != "http" or scope.get("method") in ("GET", "HEAD", "OPTIONS"):
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        problem = _bad_path_or_query(scope)
+        if problem is not None:
+            await refuse(scope, send, problem, mcp_path=self.mcp_path)
+            return
+        if scope.get("method") in ("GET", "HEAD", "OPTIONS"):
             await self.app(scope, receive, send)
             return
         limit = limits.current().body_bytes
@@ -162,6 +170,18 @@ class BodyGuard:
             return await receive()
 
         await self.app(scope, replay, send)
+
+
+def _bad_path_or_query(scope: Any) -> ValidationError | None:
+    """A path or query string whose decoded text holds a NUL or a lone surrogate."""
+    for field, text in (("path", str(scope.get("path", ""))),
+                        ("query", unquote(bytes(scope.get("query_string") or b"")
+                                          .decode("latin-1")))):
+        if limits.BAD_CHAR.search(text):
+            return ValidationError(field, "text without NUL characters or lone surrogates",
+                                   message=f"Invalid {field}: it holds a NUL character or a "
+                                           "lone surrogate.")
+    return None
 
 
 def check_json_body(body: bytes) -> None:

@@ -225,6 +225,8 @@ class EntryService:
         raise ConflictError(CONFLICT, "The entry kept changing; retry.", field="entity_id")
 
     def _load(self, repo: Repo, entity_id: str, caller: Caller) -> tuple[str, dict[str, Any]]:
+        if limits.BAD_CHAR.search(entity_id):  # no id holds one; PostgreSQL cannot compare it
+            raise NotFoundError(f"No entry {entity_id!r}.", field="entity_id")
         for kind in ("experience", "manual"):
             row = repo.conn.execute(select(_table(kind)).where(
                 _table(kind).c.id == entity_id)).mappings().first()

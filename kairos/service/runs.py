@@ -279,6 +279,8 @@ class RunService:
     def _own_run(repo: Repo, run_id: Any, caller: Caller) -> Row:
         if not isinstance(run_id, str) or not run_id:
             raise ValidationError("run_id", "a run id string")
+        if limits.BAD_CHAR.search(run_id):  # no id holds one; PostgreSQL cannot compare it
+            raise NotFoundError(f"No run {run_id!r}.", field="run_id")
         run = repo.run(run_id)
         if run is None or run["space"] != caller.space:
             raise NotFoundError(f"No run {run_id}.", field="run_id")

@@ -188,3 +188,30 @@ async def test_attest_message_and_entry_title_have_limits(
     assert protocol.status_code == 422 and protocol.json()["line"] == 1
     runs = (await http.get("/api/v1/runs")).json()["runs"]
     assert [r["outcome"] for r in runs] == [None]  # nothing was attested
+
+
+# --- NUL in a path or a query string ------------------------------------------------------
+
+@pytest.mark.parametrize(("method", "url", "field"), [
+    ("GET", "/api/v1/runs/%00/verify", "path"),
+    ("GET", "/api/v1/runs/a%00/proofs", "path"),
+    ("PATCH", "/api/v1/entries/%00", "path"),
+    ("GET", "/api/v1/protocols/%00", "path"),
+    ("GET", "/api/v1/search/session?session_id=%00", "query"),
+])
+async def test_a_nul_in_the_path_or_query_is_a_422(http: httpx.AsyncClient, method: str,
+                                                   url: str, field: str) -> None:
+    response = await http.request(method, url, json={"title": "x"} if method == "PATCH"
+                                  else None)
+    assert response.status_code == 422, response.text
+    assert response.json()["field"] == field
+
+
+def test_ids_with_a_nul_name_nothing_in_the_service(kairos: Kairos) -> None:
+    from kairos.domain.errors import KairosError
+
+    for call in (lambda: kairos.verify_run("run\x00"), lambda: kairos.proof_log("\x00"),
+                 lambda: kairos.update_entry({"entity_id": "e\x00", "updates": {"title": "t"}})):
+        with pytest.raises(KairosError) as info:
+            call()
+        assert info.value.status == 404
