@@ -185,8 +185,8 @@ def _bad_path_or_query(scope: Any) -> ValidationError | None:
 
 
 def check_json_body(body: bytes) -> None:
-    """The checks of a REST body that the JSON parser would not make, or would fail on
-    with a RecursionError: UTF-8, nesting depth, NUL and lone surrogates."""
+    """The checks of a REST body that the JSON parser would not make, or would fail on:
+    UTF-8, nesting depth, NUL, lone surrogates, non-finite and overlong numbers."""
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -196,8 +196,12 @@ def check_json_body(body: bytes) -> None:
     if limits.might_hold_bad_text(text):
         try:
             value = json.loads(text)
-        except ValueError:
+        except json.JSONDecodeError:
             return  # not JSON: the route's parser names the problem
+        except ValueError:  # an integer past Python's digit limit
+            raise ValidationError("body", "JSON numbers of at most 4300 digits",
+                                  message="Invalid body: a number has more than 4300 "
+                                          "digits.") from None
         limits.check_value(value)
 
 

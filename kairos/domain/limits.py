@@ -105,12 +105,15 @@ def check_json_depth(text: str, field: str) -> None:
 
 BAD_CHAR = re.compile("[\x00\ud800-\udfff]")
 #: In raw JSON text the only way to spell a NUL or a surrogate is a \\u escape.
-_BAD_ESCAPE = re.compile(r"\\u(?:0000|[dD][89a-fA-F][0-9a-fA-F]{2})|NaN|Infinity")
+#: Non-finite numbers are spelled NaN, Infinity or with a large exponent (1e999).
+_BAD_ESCAPE = re.compile(
+    r"\\u(?:0000|[dD][89a-fA-F][0-9a-fA-F]{2})|NaN|Infinity|[eE][+-]?\d{3}|\d{300}")
 
 
 def might_hold_bad_text(raw_json: str) -> bool:
-    """False when JSON text certainly decodes to no NUL and no lone surrogate (a fast
-    pre-check before walking the parsed value with ``check_value``)."""
+    """False when JSON text certainly decodes to no NUL, no lone surrogate and no
+    non-finite or overlong number (a fast pre-check before walking the parsed value with
+    ``check_value``)."""
     return _BAD_ESCAPE.search(raw_json) is not None
 
 

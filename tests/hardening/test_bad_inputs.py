@@ -17,6 +17,7 @@ from tests.spec.seedkit import THREE_STEPS
 pytestmark = pytest.mark.anyio
 SURROGATE = "\ud800"
 STEP = "kairos://mem/00000000-0000-0000-0000-00000000dead"
+JSON_HEADERS = {"content-type": "application/json"}
 
 # (method, path, body with a lone surrogate, the field the error must name)
 SURROGATE_BODIES: list[tuple[str, str, dict[str, Any], str]] = [
@@ -215,3 +216,43 @@ def test_ids_with_a_nul_name_nothing_in_the_service(kairos: Kairos) -> None:
         with pytest.raises(KairosError) as info:
             call()
         assert info.value.status == 404
+
+
+# --- numbers no store or proof can hold ---------------------------------------------------
+
+async def test_non_finite_and_overlong_numbers_are_422s(http: httpx.AsyncClient) -> None:
+    steps = await _begun(http)
+    overflow = json.dumps({"uri": steps[1], "solution": {
+        "type": "shell", "nonce": "n", "proof_hash": "h",
+        "shell": {"exit_code": 0, "duration_seconds": 1.5}}}).replace("1.5", "1e999")
+    response = await http.post("/api/v1/runs/next", content=overflow, headers=JSON_HEADERS)
+    assert response.status_code == 422, response.text
+    assert response.json()["field"] == "solution.shell.duration_seconds"
+    digits = '{"query": "x", "limit": 1' + "0" * 5000 + "}"
+    response = await http.post("/api/v1/protocols/search", content=digits,
+                               headers=JSON_HEADERS)
+    assert response.status_code == 422 and response.json()["field"] == "body"
+    nan = json.dumps({"uri": steps[0], "outcome": "success", "message": "m",
+                      "quality_bonus": float("nan")})
+    response = await http.post("/api/v1/runs/attest", content=nan, headers=JSON_HEADERS)
+    assert response.status_code == 422 and response.json()["field"] == "quality_bonus"
+
+
+def test_the_value_check_names_the_first_bad_field() -> None:
+    from kairos.domain import limits
+    from kairos.domain.errors import ValidationError
+
+    for value, field in ((
+            {"solution": {"shell": {"duration_seconds": float("inf")}}},
+            "solution.shell.duration_seconds"),
+            ({"uris": ["ok", "bad\x00"]}, "uris[1]"),
+            ({"a": [[[[1]]]]}, "a[0][0]"),
+            ({"k\ud800": 1}, "body")):
+        with pytest.raises(ValidationError) as info:
+            limits.configure(json_depth=3)
+            try:
+                limits.check_value(value)
+            finally:
+                limits.configure()
+        assert info.value.field == field
+    limits.check_value({"fine": ["text \U0001f680", 1.5, None, True]})
