@@ -20,6 +20,7 @@ _SWAP_ATTEMPTS = 5
 
 
 _COUNTERS = {"success": "successes", "failure": "failures"}
+_FROM_RUN: Any = object()
 
 
 def _counted(run: Row, outcome: str | None = None) -> str | None:
@@ -134,9 +135,12 @@ class RunService:
 
     def _record_outcome(self, repo: Repo, run: Row, proto: Row, step: Row, outcome: str,
                         message: str, bonus: float, model: str | None,
-                        counted_before: str | None) -> dict[str, Any]:
+                        counted_before: Any = _FROM_RUN) -> dict[str, Any]:
         """Record the outcome; the protocol's counters move from what the run counted as
-        before (``counted_before``) to what it counts as now (see ``_counted``)."""
+        before (``counted_before``, by default what ``run`` counts as) to what it counts
+        as now (see ``_counted``)."""
+        if counted_before is _FROM_RUN:
+            counted_before = _counted(run)
         stamp = now()
         proven = bool(run["proven"])
         counted = _counted(run, outcome)
