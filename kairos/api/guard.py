@@ -19,6 +19,7 @@ from ..domain.errors import (
     TooLargeError,
     ValidationError,
 )
+from .auth import OPEN_PATHS
 
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
 JSONRPC_REFUSED = -32000  # implementation-defined server error range of JSON-RPC
@@ -61,14 +62,14 @@ def host_name(host: str) -> str:
 class HostGuard:
     """Only loopback Host names reach the app (421 otherwise): a page on another site
     that rebinds its name to 127.0.0.1 cannot call the API. Installed when the server
-    listens on loopback without tokens."""
+    listens on loopback without tokens; ``/health`` stays open, as it is without tokens."""
 
     def __init__(self, app: Any, *, mcp_path: str | None = None) -> None:
         self.app = app
         self.mcp_path = mcp_path
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] in ("http", "websocket"):
+        if scope["type"] in ("http", "websocket") and scope.get("path") not in OPEN_PATHS:
             host = _header(scope, b"host")
             if host is None or host_name(host) not in LOOPBACK_NAMES:
                 await refuse(scope, send,

@@ -133,6 +133,7 @@ async def test_other_hosts_are_refused_without_tokens(kairos: Kairos) -> None:
         assert search.json()["field"] == "host"
         mint = await client.post("/api/v1/protocols", json={"markdown_doc": "# T\n\n## S\n"})
         assert mint.status_code == 421
+        assert (await client.get("/health")).status_code == 200  # open, like without tokens
         mcp = await client.post("/mcp", json=INITIALIZE, headers=MCP_HEADERS)
         assert mcp.status_code == 421
         assert mcp.json()["error"]["data"]["error_code"] == "MISDIRECTED_REQUEST"
