@@ -45,8 +45,9 @@ def test_concurrent_first_category_lists_in_a_new_space_all_succeed(home: Path) 
     assert {r["count"] for r in results} == {10}
 
 
-@pytest.mark.xfail(BACKEND == "postgresql", reason="the per-space write counter of the "
-                   "duplicate check (search.service guard) races on its first insert")
+@pytest.mark.xfail(BACKEND == "postgresql", strict=False,
+                   reason="the per-space write counter of the duplicate check "
+                          "(search.service guard) races on its first insert, sometimes")
 def test_concurrent_first_writes_in_a_new_space_all_succeed(home: Path) -> None:
     kairos = make_kairos(home, KAIROS_EMBEDDER="none")
     caller = Caller(space="brand-new")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from sqlalchemy import func, select
@@ -13,6 +14,7 @@ from kairos.domain import limits
 from kairos.domain.errors import KairosError
 from kairos.service import Kairos
 from kairos.store import schema
+from tests.conftest import make_kairos
 
 
 @pytest.fixture
@@ -102,7 +104,8 @@ def test_pathological_documents_mint_in_linear_time(kairos: Kairos, doc: str) ->
 
 
 def test_a_thousand_steps_mint_well_under_a_second_per_thousand(
-        kairos: Kairos, limited: None) -> None:
+        home: Path, limited: None) -> None:
+    kairos = make_kairos(home, KAIROS_EMBEDDER="none")  # the time outside the model
     limits.configure(steps=1000)
     doc = "# Big\n\n" + "".join(f"## Step {i} do {i}\n\nRun thing {i}.\n\nPROOF OF WORK: "
                                 f"timeout 30s echo {i}\n\n" for i in range(1000))
