@@ -17,6 +17,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic import ValidationError as PydanticError
 
+from .domain.limits import setting_defaults
+
 DEFAULTS: dict[str, Any] = {
     "home": "~/.kairos",
     "database_url": "",
@@ -30,6 +32,7 @@ DEFAULTS: dict[str, Any] = {
     "port": 8765,
     "api_tokens": "",
     "tokens_file": "",
+    **setting_defaults(),  # max_body_bytes, max_steps, ...: see kairos/domain/limits.py
 }
 
 EXPECTED: dict[str, str] = {
@@ -45,6 +48,7 @@ EXPECTED: dict[str, str] = {
     "port": "an integer from 1 to 65535",
     "api_tokens": "token:space,…",
     "tokens_file": "a file path",
+    **dict.fromkeys(setting_defaults(), "a positive integer"),
 }
 
 
@@ -65,6 +69,15 @@ class _Values(BaseModel):
     port: int = Field(ge=1, le=65535)
     api_tokens: str
     tokens_file: str
+    # the limits of kairos/domain/limits.py
+    max_body_bytes: int = Field(ge=1)
+    max_document_bytes: int = Field(ge=1)
+    max_steps: int = Field(ge=1)
+    max_title_chars: int = Field(ge=1)
+    max_label_chars: int = Field(ge=1)
+    max_message_chars: int = Field(ge=1)
+    max_json_depth: int = Field(ge=1)
+    max_inflight: int = Field(ge=1)
 
 
 class ConfigError(ValueError):

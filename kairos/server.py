@@ -64,9 +64,11 @@ def serve_http(settings: Settings, service: Callable[[], Kairos], *, stateless: 
     import uvicorn
 
     from .api import check_bind, create_app
+    from .domain import limits
     from .mcp import ServiceRef, build_server
 
     tokens = tokens_of(settings)
+    limits.configure(settings)
     bind, port = str(settings.host), int(settings.port)
     problem = check_bind(bind, tokens)
     if problem:
@@ -99,8 +101,10 @@ def serve_http(settings: Settings, service: Callable[[], Kairos], *, stateless: 
 
 
 def serve_stdio(settings: Settings, server_url: str | None) -> None:
+    from .domain import limits
     from .mcp.stdio import process_session_id, run_stdio
 
+    limits.configure(settings)
     session_id = process_session_id()
     if server_url:
         from .mcp.proxy import run_proxy

@@ -22,7 +22,8 @@ from kairos.domain.errors import INTERNAL_ERROR
 
 from ..domain.errors import NOT_FOUND, AuthError, KairosError, ValidationError
 from ..service import Kairos
-from .auth import BearerAuth, identify
+from .auth import LOCAL_HOSTS, BearerAuth, identify
+from .guard import BodyGuard, HostGuard, Inflight
 from .metrics import Metrics, MetricsMiddleware
 from .routes import ROUTERS
 
@@ -111,12 +112,13 @@ class CatchAll:
 
 def create_app(kairos: Kairos, *, tokens: Mapping[str, str] | None = None,
                mcp_factory: McpFactory | None = None, host: str = "127.0.0.1",
-               mcp_stateless: bool = False) -> FastAPI:
+               mcp_stateless: bool = False, max_inflight: int | None = None) -> FastAPI:
     """One app for one service. ``tokens`` maps bearer token → space (empty: no auth, the
     configured space); ``host`` is where the server listens, for MCP's Host checks.
     ``mcp_stateless`` serves MCP without transport sessions, so replicas behind a load
     balancer need no sticky sessions (run state is in the database; a client's identity
-    then comes from its X-CHL-Session header or its token)."""
+    then comes from its X-CHL-Session header or its token). ``max_inflight`` bounds the
+    requests served at once (default: the configured limit)."""
     metrics = Metrics()
     mcp_server = (mcp_factory(identify=identify, observe=metrics.observe_tool)
                   if mcp_factory is not None else None)
@@ -167,10 +169,14 @@ def create_app(kairos: Kairos, *, tokens: Mapping[str, str] | None = None,
                                                  stateless_http=mcp_stateless)
         app.router.add_route(MCP_PATH, mcp_app, include_in_schema=False)
 
+    mcp_path = MCP_PATH if mcp_server is not None else None
     app.add_middleware(CatchAll)
+    app.add_middleware(BodyGuard, mcp_path=mcp_path)
     app.add_middleware(BearerAuth, tokens=dict(tokens or {}),
-                       default_space=str(kairos.settings.space),
-                       mcp_path=MCP_PATH if mcp_server is not None else None)
+                       default_space=str(kairos.settings.space), mcp_path=mcp_path)
+    app.add_middleware(Inflight, limit=max_inflight, mcp_path=mcp_path)
+    if not tokens and host in LOCAL_HOSTS:
+        app.add_middleware(HostGuard, mcp_path=mcp_path)
     app.add_middleware(MetricsMiddleware, metrics=metrics)
     return app
 

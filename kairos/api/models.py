@@ -8,6 +8,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..domain.limits import MODEL_ID_CHARS
+
 
 class _Closed(BaseModel):
     """Unknown fields are a 422 naming them: a typo never passes silently."""
@@ -20,7 +22,7 @@ class _Closed(BaseModel):
 class MintRequest(_Closed):
     markdown_doc: str = Field(description="Markdown: one H1 title, one H2 per step, each step "
                                           "with a `PROOF OF WORK:` line.")
-    llm_model_id: str | None = None
+    llm_model_id: str | None = Field(None, max_length=MODEL_ID_CHARS)
     force_update: bool = Field(False, description="Replace a protocol with the same title.")
 
 
@@ -58,7 +60,7 @@ class AttestRequest(_Closed):
     outcome: Literal["success", "failure"]
     message: str
     quality_bonus: float = 0.0
-    llm_model_id: str | None = None
+    llm_model_id: str | None = Field(None, max_length=MODEL_ID_CHARS)
     solution: dict[str, Any] | None = Field(
         None, description="The last step's answer, when its challenge is still open.")
 

@@ -8,7 +8,7 @@ import shlex
 from dataclasses import dataclass
 from typing import Any
 
-from . import relevance, texts
+from . import limits, relevance, texts
 from .errors import MISSING_CHALLENGE_FIELD, UNKNOWN_CHALLENGE_TYPE, MarkdownError
 
 CHALLENGE_TYPES = ("shell", "mcp", "user_input", "comment")
@@ -91,9 +91,12 @@ def challenge_from_json(data: Any, line: int | None = None) -> Challenge:
     params: dict[str, Any]
     if kind == "shell":
         timeout = body.get("timeout_seconds", DEFAULT_SHELL_TIMEOUT)
-        if not isinstance(timeout, int | float) or isinstance(timeout, bool) or timeout <= 0:
+        if (not isinstance(timeout, int | float) or isinstance(timeout, bool)
+                or not 0 < timeout <= limits.SHELL_TIMEOUT_MAX_SECONDS):
             raise MarkdownError(MISSING_CHALLENGE_FIELD,
-                                "shell.timeout_seconds must be a positive number",
+                                "shell.timeout_seconds must be a positive number of at most "
+                                f"{limits.SHELL_TIMEOUT_MAX_SECONDS} seconds"
+                                + (f" (line {line})" if line else ""),
                                 field="challenge.shell.timeout_seconds", line=line)
         params = {"cmd": _need(body, "cmd", kind, str, line), "timeout_seconds": timeout}
     elif kind == "mcp":
@@ -102,25 +105,34 @@ def challenge_from_json(data: Any, line: int | None = None) -> Challenge:
     elif kind == "user_input":
         params = {"prompt": _need(body, "prompt", kind, str, line)}
     else:
-        min_length = _need(body, "min_length", kind, int, line)
-        if min_length < 1:
-            raise MarkdownError(MISSING_CHALLENGE_FIELD, "comment.min_length must be ≥ 1",
-                                field="challenge.comment.min_length", line=line)
-        params = {"min_length": min_length}
+        params = {"min_length": _min_length(_need(body, "min_length", kind, int, line), line)}
     description = data.get("description")
     return make_challenge(kind, params, description if isinstance(description, str) else None)
 
 
-_POW = re.compile(r"^\W*proof\s+of\s+work\**\s*:\s*\**\s*(?P<spec>.*?)\s*$", re.IGNORECASE)
+def _min_length(value: int, line: int | None) -> int:
+    """A comment's minimum length: from 1 to ``limits.COMMENT_MIN_LENGTH_MAX``."""
+    cap = limits.COMMENT_MIN_LENGTH_MAX
+    if not 1 <= value <= cap:
+        raise MarkdownError(MISSING_CHALLENGE_FIELD,
+                            f"comment min_length must be from 1 to {cap}"
+                            + (f" (line {line})" if line else ""),
+                            field="challenge.comment.min_length",
+                            expected=f"an integer from 1 to {cap}", line=line)
+    return value
+
+
+_POW = re.compile(r"^\W*proof\s+of\s+work\**\s*:\s*\**\s*(?P<spec>.*)$", re.IGNORECASE)
 _TIMEOUT = re.compile(r"^timeout\s+(?P<n>\d+(?:\.\d+)?)(?P<unit>ms|s|m|h)?\s+(?P<cmd>.+)$",
                       re.IGNORECASE)
 _UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, None: 1}
+_TIMEOUT_FORM = "timeout <number>[ms|s|m|h] <command>"
 
 
 def match_proof_of_work(line: str) -> str | None:
     """The spec of a ``PROOF OF WORK:`` line, or None when the line is not one."""
     m = _POW.match(line)
-    return m.group("spec").strip("`*").strip() if m else None
+    return m.group("spec").strip().strip("`*").strip() if m else None
 
 
 def challenge_from_pow(spec: str, line: int | None = None) -> Challenge:
@@ -146,20 +158,35 @@ def challenge_from_pow(spec: str, line: int | None = None) -> Challenge:
                                 field="challenge.user_input.prompt", line=line)
         return make_challenge("user_input", {"prompt": prompt})
     if word == "comment":
-        m = re.fullmatch(r"(?:min_length\s*=\s*(\d+))?", rest)
+        m = re.fullmatch(r"(?:min_length\s*=\s*(\d{1,9}))?", rest)
         if not m:
             raise MarkdownError(MISSING_CHALLENGE_FIELD,
-                                f"PROOF OF WORK: comment expects min_length=N on line {line}",
-                                field="challenge.comment.min_length", line=line)
+                                f"PROOF OF WORK: comment expects min_length=N (N from 1 to "
+                                f"{limits.COMMENT_MIN_LENGTH_MAX}) on line {line}",
+                                field="challenge.comment.min_length",
+                                expected=f"min_length=N, N from 1 to "
+                                         f"{limits.COMMENT_MIN_LENGTH_MAX}", line=line)
         n = int(m.group(1)) if m.group(1) else texts.DEFAULT_COMMENT_MIN_LENGTH
-        return make_challenge("comment", {"min_length": max(n, 1)})
+        return make_challenge("comment", {"min_length": _min_length(n, line)})
     if word == "shell":
         spec = rest
     m = _TIMEOUT.match(spec)
     if m:
         seconds = float(m.group("n")) * _UNITS[m.group("unit") and m.group("unit").lower()]
+        if not 0 < seconds <= limits.SHELL_TIMEOUT_MAX_SECONDS:
+            raise MarkdownError(MISSING_CHALLENGE_FIELD,
+                                f"PROOF OF WORK on line {line}: the timeout must be more than "
+                                f"0 and at most {limits.SHELL_TIMEOUT_MAX_SECONDS} seconds",
+                                field="challenge.shell.timeout_seconds",
+                                expected=_TIMEOUT_FORM, line=line)
         timeout: int | float = int(seconds) if seconds == int(seconds) else seconds
         cmd = m.group("cmd").strip()
+    elif head.lower() == "timeout":
+        raise MarkdownError(MISSING_CHALLENGE_FIELD,
+                            f"PROOF OF WORK on line {line}: expected {_TIMEOUT_FORM}, e.g. "
+                            "'timeout 30s make test'",
+                            field="challenge.shell.timeout_seconds", expected=_TIMEOUT_FORM,
+                            line=line)
     else:
         timeout, cmd = DEFAULT_SHELL_TIMEOUT, spec
     cmd = cmd.strip("`").strip()
@@ -178,9 +205,25 @@ def _unquote(text: str) -> str:
     return " ".join(parts) if len(parts) != 1 else parts[0]
 
 
+def _no_constant(name: str) -> Any:
+    raise json.JSONDecodeError(f"{name} is not a JSON number", name, 0)
+
+
 def parse_json_block(body: str, line: int) -> Any:
+    """The JSON of a step's challenge block (``line``: the line of its opening fence)."""
+    depth_limit = limits.current().json_depth
+    if limits.json_depth(body) > depth_limit:
+        raise MarkdownError(
+            "INVALID_CHALLENGE_JSON",
+            f"Invalid challenge JSON on line {line + 1}: nested more than {depth_limit} "
+            "levels deep",
+            field="challenge",
+            expected=f'{{"challenge": {{"type": ..., ...}}}} nested at most {depth_limit} '
+                     "levels deep",
+            line=line + 1,
+        )
     try:
-        return json.loads(body)
+        return json.loads(body, parse_constant=_no_constant)
     except json.JSONDecodeError as exc:
         at = line + exc.lineno
         raise MarkdownError(

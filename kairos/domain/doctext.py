@@ -54,15 +54,17 @@ STOPWORDS = frozenset(
     "would".split()
 )
 
-_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
+_LINK = re.compile(r"!?\[([^\[\]]*)\]\([^()]*\)")  # linear: no run is rescanned
 _FENCE = re.compile(r"```[^\n]*")
 _TEMPLATE = re.compile(r"[{}\[\]]")
 _SPACE = re.compile(r"\s+")
 _WORD = re.compile(r"[^\W_]+")
-_TRAILING = re.compile(r"[\s.!?;:,]+$")
-_CHALLENGE_BLOCK = re.compile(r"```json\s*\{.*?\}\s*```", re.DOTALL)
-_POW_PREFIX = re.compile(r"^\W*proof\s+of\s+work\W*:\W*", re.IGNORECASE | re.MULTILINE)
-_POW_LINE = re.compile(r"^\W*proof\s+of\s+work\W*:.*$", re.IGNORECASE | re.MULTILINE)
+# Linear-time patterns: a line's prefix never runs into the next line, so a long run of
+# punctuation or blank lines is scanned once.
+_POW_PREFIX = re.compile(r"^[^\w\n]*proof\s+of\s+work[^\w\n]*:[^\w\n]*",
+                         re.IGNORECASE | re.MULTILINE)
+_POW_LINE = re.compile(r"^[^\w\n]*proof\s+of\s+work[^\w\n]*:[^\n]*$",
+                       re.IGNORECASE | re.MULTILINE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,23 +116,44 @@ def build_doc_text(title: str, step_labels: Sequence[str],
                    labels=" ".join(labels), contents=" ".join(c for c in contents if c))
 
 
+def drop_json_blocks(text: str, *, objects_only: bool = False) -> str:
+    """``text`` with each ```json fenced block replaced by a space (with ``objects_only``,
+    only blocks holding one ``{...}``); linear in the length of the text."""
+    low = text.lower() if not objects_only else text
+    out: list[str] = []
+    pos = start = 0
+    while (i := low.find("```json", start)) >= 0:
+        j = text.find("```", i + 7)
+        if j < 0:
+            break
+        inner = text[i + 7 : j].strip()
+        if objects_only and not (inner.startswith("{") and inner.endswith("}")):
+            start = i + 7
+            continue
+        out += [text[pos:i], " "]
+        pos = start = j + 3
+    out.append(text[pos:])
+    return "".join(out)
+
+
 def step_search_body(content: str) -> str:
     """A step's body as search sees it: the challenge block gone, a ``PROOF OF WORK:``
     line reduced to what follows the prefix (its command, tool or prompt)."""
-    return " ".join(_POW_PREFIX.sub("", _CHALLENGE_BLOCK.sub("", content))
+    return " ".join(_POW_PREFIX.sub("", drop_json_blocks(content, objects_only=True))
                     .replace("`", " ").split())
 
 
 def step_prose(label: str, content: str) -> str:
     """What a step asks for in words: its label and body without any challenge line or
     block (a comment is judged against this, not against ``min_length=20``)."""
-    body = clean(_POW_LINE.sub("", _CHALLENGE_BLOCK.sub("", content)).replace("`", " "))
+    body = clean(_POW_LINE.sub("", drop_json_blocks(content, objects_only=True))
+                 .replace("`", " "))
     return f"{clean(label)}. {body}".strip(" .") if body else clean(label)
 
 
 def embedding_query(query: str) -> str:
     """The query as it is embedded: cleaned, without trailing sentence punctuation."""
-    return _TRAILING.sub("", clean(query))
+    return clean(query).rstrip(" .!?;:,")  # clean() leaves no whitespace but single spaces
 
 
 def query_terms(query: str) -> list[str]:

@@ -15,12 +15,16 @@ NO_HEADING = "NO_HEADING"
 INVALID_CHALLENGE_JSON = "INVALID_CHALLENGE_JSON"
 UNKNOWN_CHALLENGE_TYPE = "UNKNOWN_CHALLENGE_TYPE"
 MISSING_CHALLENGE_FIELD = "MISSING_CHALLENGE_FIELD"
+DUPLICATE_CHALLENGE = "DUPLICATE_CHALLENGE"
 NO_ACTIVE_RUN = "NO_ACTIVE_RUN"
 BUILTIN_READ_ONLY = "BUILTIN_READ_ONLY"
 UNAUTHORIZED = "UNAUTHORIZED"
 CONFLICT = "CONFLICT"
 INTERNAL_ERROR = "INTERNAL_ERROR"
 UPSTREAM_UNAVAILABLE = "UPSTREAM_UNAVAILABLE"
+REQUEST_TOO_LARGE = "REQUEST_TOO_LARGE"
+OVERLOADED = "OVERLOADED"
+MISDIRECTED_REQUEST = "MISDIRECTED_REQUEST"
 
 
 class KairosError(Exception):
@@ -87,3 +91,38 @@ class ConflictError(KairosError):
 
 class AuthError(KairosError):
     status = 401
+
+
+class TooLargeError(KairosError):
+    """A request body over the size limit, refused before it is read whole."""
+
+    status = 413
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(REQUEST_TOO_LARGE,
+                         f"The request body is larger than the limit of {limit} bytes.",
+                         field="body", expected=f"at most {limit} bytes")
+
+
+class OverloadedError(KairosError):
+    """More requests in flight than the server admits; retry after ``retry_after`` s."""
+
+    status = 503
+
+    def __init__(self, limit: int, retry_after: int = 1) -> None:
+        super().__init__(OVERLOADED,
+                         f"The server is busy ({limit} requests in flight); retry in "
+                         f"{retry_after} s.", details={"retry_after": retry_after})
+        self.retry_after = retry_after
+
+
+class MisdirectedError(KairosError):
+    """A Host header this server does not answer for (DNS-rebinding protection)."""
+
+    status = 421
+
+    def __init__(self, host: str, allowed: str) -> None:
+        super().__init__(MISDIRECTED_REQUEST,
+                         f"Host {host!r} is not served here: without API tokens only "
+                         f"loopback names ({allowed}) are accepted.",
+                         field="host", expected=allowed)

@@ -10,6 +10,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
+from . import limits
 from .challenge import (
     Challenge,
     challenge_from_json,
@@ -18,11 +19,18 @@ from .challenge import (
     match_proof_of_work,
     parse_json_block,
 )
-from .errors import DOCUMENT_TOO_LARGE, NO_HEADING, MarkdownError
+from .doctext import drop_json_blocks
+from .errors import (
+    DOCUMENT_TOO_LARGE,
+    DUPLICATE_CHALLENGE,
+    INVALID_INPUT,
+    NO_HEADING,
+    MarkdownError,
+)
 
-MAX_DOCUMENT_BYTES = 1_000_000
-_H1 = re.compile(r"^ {0,3}#(?!#)[ \t]+(?P<text>.*?)(?:[ \t]+#+)?[ \t]*$")
-_H2 = re.compile(r"^ {0,3}##(?!#)[ \t]+(?P<text>.*?)(?:[ \t]+#+)?[ \t]*$")
+# Every pattern here runs in time linear in its input: no two adjacent parts can match the
+# same run of characters (a long run of spaces or of '[' must not cost its square).
+_HEADING = re.compile(r"^ {0,3}(?P<level>#{1,2})(?!#)[ \t]+(?P<text>.*)$")
 _FENCE = re.compile(r"^ {0,3}(?P<fence>`{3,}|~{3,})(?P<info>[^`]*)$")
 _LABEL_PREFIX = re.compile(
     r"^(?:step\s+\d+[a-z]?\b\s*[:.)\-–—]*\s*|\d+\s*[.:)\-–—]+(?:\s+|$))", re.IGNORECASE
@@ -47,6 +55,18 @@ class ProtocolDraft:
     def tags(self) -> list[str]:
         return derive_tags(self.title, [s.label for s in self.steps],
                            [s.content for s in self.steps])
+
+
+def heading(line: str) -> tuple[int, str] | None:
+    """(level, text) of an ``#`` or ``##`` ATX heading line, without its closing ``#``s."""
+    m = _HEADING.match(line)
+    if m is None:
+        return None
+    text = m.group("text").rstrip(" \t")
+    bare = text.rstrip("#")
+    if bare != text and bare and bare[-1] in " \t":
+        text = bare
+    return len(m.group("level")), text.strip()
 
 
 def clean_label(heading: str) -> str:
@@ -89,10 +109,8 @@ def _trim(lines: list[str]) -> str:
 
 
 def _strip_leading_blank(lines: list[str], start: int) -> tuple[list[str], int]:
-    while lines and not lines[0].strip():
-        lines = lines[1:]
-        start += 1
-    return lines, start
+    skip = next((i for i, line in enumerate(lines) if line.strip()), len(lines))
+    return lines[skip:], start + skip
 
 
 def _fenced_blocks(lines: list[str]) -> list[tuple[int, int, str]]:
@@ -126,67 +144,96 @@ def read_challenge(body: list[str], first_line: int) -> Challenge:
             if isinstance(data, dict) and "challenge" in data:
                 return challenge_from_json(data["challenge"], first_line + start + 1)
     found: Challenge | None = None
+    found_at = 0
     fenced = _fence_map(body)
     for i, line in enumerate(body):
         if fenced[i]:
             continue
         spec = match_proof_of_work(line)
         if spec is not None:
-            found = challenge_from_pow(spec, first_line + i)
+            if found is not None:
+                at = first_line + i
+                raise MarkdownError(
+                    DUPLICATE_CHALLENGE,
+                    f"Line {at} is a second PROOF OF WORK line in this step (the first is on "
+                    f"line {found_at}); a step has one challenge.",
+                    field="challenge", expected="one PROOF OF WORK line per step", line=at)
+            found, found_at = challenge_from_pow(spec, first_line + i), first_line + i
     return found or default_challenge()
 
 
+def _refuse(code: str, message: str, line: int, expected: str | None = None) -> MarkdownError:
+    return MarkdownError(code, message, field="markdown_doc", expected=expected, line=line)
+
+
+def _check_heading(text: str, line: int, what: str, limit: int) -> None:
+    if not text:
+        raise _refuse(NO_HEADING, f"Empty {what} on line {line}.", line,
+                      f"a {what} with text")
+    if len(text) > limit:
+        raise _refuse(INVALID_INPUT, f"The {what} on line {line} is {len(text)} characters; "
+                      f"the limit is {limit}.", line, f"a {what} of at most {limit} characters")
+
+
 def parse(doc: str) -> list[ProtocolDraft]:
-    """Parse a markdown document into protocols; raises MarkdownError naming the line."""
-    if len(doc.encode("utf-8")) > MAX_DOCUMENT_BYTES:
+    """Parse a markdown document into protocols; raises MarkdownError naming the line.
+
+    Every protocol needs a ``# Title``; each step heading needs text; the limits of
+    ``domain.limits`` (document bytes, steps, title and label length) are enforced here."""
+    lim = limits.current()
+    size = len(doc.encode("utf-8", "surrogatepass"))
+    if size > lim.document_bytes:
         raise MarkdownError(
             DOCUMENT_TOO_LARGE,
-            f"Document is {len(doc.encode('utf-8'))} bytes; the limit is {MAX_DOCUMENT_BYTES}.",
+            f"Document is {size} bytes; the limit is {lim.document_bytes}.",
             field="markdown_doc",
-            expected=f"at most {MAX_DOCUMENT_BYTES} bytes",
+            expected=f"at most {lim.document_bytes} bytes",
         )
     lines = doc.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    bad = limits.BAD_CHAR.search(doc)
+    if bad is not None:
+        at = doc.count("\n", 0, bad.start()) + 1
+        raise _refuse(INVALID_INPUT, f"Line {at} holds a NUL character or a lone surrogate, "
+                      "which is not text.", at, "text without NUL characters")
     fenced = _fence_map(lines)
     heads: list[tuple[int, int, str]] = []  # (index, level, text)
     for i, line in enumerate(lines):
         if fenced[i]:
             continue
-        m1 = _H1.match(line)
-        if m1:
-            heads.append((i, 1, m1.group("text").strip()))
-            continue
-        m2 = _H2.match(line)
-        if m2:
-            heads.append((i, 2, m2.group("text").strip()))
+        found = heading(line)
+        if found is not None:
+            heads.append((i, *found))
     if not heads:
         raise MarkdownError(NO_HEADING,
                             "Line 1: the document has no heading; start a protocol with "
                             "'# Title' and each step with '## Step label'.",
                             field="markdown_doc", expected="a '# Title' line", line=1)
-    has_h1 = any(level == 1 for _, level, _ in heads)
-    if has_h1 and heads[0][1] == 2:
+    if heads[0][1] == 2:
         idx = heads[0][0]
         raise MarkdownError(NO_HEADING,
-                            f"Step heading on line {idx + 1} comes before any '# Title'.",
+                            f"Step heading on line {idx + 1} comes before any '# Title': "
+                            "start the protocol with '# Title'.",
                             field="markdown_doc", expected="a '# Title' before steps",
                             line=idx + 1)
     groups: list[tuple[int, str, list[tuple[int, int, str]]]] = []
     for head in heads:
-        if head[1] == 1 or not groups:
-            title = head[2] if head[1] == 1 else clean_label(head[2])
-            groups.append((head[0], title, [] if head[1] == 1 else [head]))
+        if head[1] == 1:
+            groups.append((head[0], head[2], []))
         else:
             groups[-1][2].append(head)
     protocols: list[ProtocolDraft] = []
     bounds = [g[0] for g in groups] + [len(lines)]
     for gi, (start, title, steps) in enumerate(groups):
         end = bounds[gi + 1]
-        if not title:
-            raise MarkdownError(NO_HEADING, f"Empty title on line {start + 1}.",
-                                field="markdown_doc", line=start + 1)
+        _check_heading(title, start + 1, "title", lim.title_chars)
+        if len(steps) > lim.steps:
+            at = steps[lim.steps][0] + 1
+            raise _refuse(DOCUMENT_TOO_LARGE,
+                          f"Protocol '{title[:80]}' has {len(steps)} steps; the limit is "
+                          f"{lim.steps} (step {lim.steps + 1} is on line {at}).", at,
+                          f"at most {lim.steps} steps per protocol")
         first_step = steps[0][0] if steps else end
-        intro_start = start + 1 if has_h1 else start
-        intro = _trim(lines[intro_start:first_step]) if has_h1 else ""
+        intro = _trim(lines[start + 1 : first_step])
         drafts: list[StepDraft] = []
         if not steps:
             body, at = _strip_leading_blank(lines[start + 1 : end], start + 2)
@@ -200,9 +247,11 @@ def parse(doc: str) -> list[ProtocolDraft]:
             intro = ""
         step_bounds = [s[0] for s in steps] + [end]
         for si, (hidx, _, text) in enumerate(steps):
+            label = clean_label(text)
+            _check_heading(label, hidx + 1, "step label", lim.label_chars)
             body, at = _strip_leading_blank(lines[hidx + 1 : step_bounds[si + 1]], hidx + 2)
             challenge = read_challenge(body, at)
-            drafts.append(StepDraft(clean_label(text), _trim(body), challenge))
+            drafts.append(StepDraft(label, _trim(body), challenge))
         protocols.append(ProtocolDraft(title, tuple(drafts), intro, start + 1))
     return protocols
 
@@ -223,7 +272,14 @@ def render_step(label: str, content: str) -> str:
     return f"## {label}\n\n{content}\n" if content else f"## {label}\n"
 
 
-_NOT_TAGS = re.compile(r"```json.*?```|^\W*proof\s+of\s+work.*$", re.IGNORECASE | re.DOTALL | re.M)
+_POW_LINE = re.compile(r"^[^\w\n]*proof\s+of\s+work", re.IGNORECASE | re.MULTILINE)
+
+
+def _tag_text(content: str) -> str:
+    """A step body without its challenge: json blocks, and all from the first
+    ``PROOF OF WORK`` line on."""
+    m = _POW_LINE.search(content)
+    return drop_json_blocks(content[: m.start()] + " " if m else content)
 _WORD = re.compile(r"[a-z][a-z0-9+#_-]*[a-z0-9+#]|[a-z]{2,}")
 STOPWORDS = frozenset(
     """a about above after again against all also am an and any are as at be because been
@@ -240,7 +296,7 @@ STOPWORDS = frozenset(
 
 def derive_tags(title: str, labels: list[str], contents: list[str], limit: int = 5) -> list[str]:
     """Keywords weighted by where they appear: title ×3, step labels ×2, bodies ×1."""
-    contents = [_NOT_TAGS.sub(" ", c) for c in contents]
+    contents = [_tag_text(c) for c in contents]
     scores: Counter[str] = Counter()
     order: dict[str, int] = {}
     for weight, texts in ((3, [title]), (2, labels), (1, contents)):

@@ -25,6 +25,7 @@ from mcp.server import Server, ServerRequestContext
 
 from kairos.domain.errors import INTERNAL_ERROR
 
+from ..domain import limits
 from ..domain.errors import KairosError, NotFoundError, ValidationError
 from .tools import INSTRUCTIONS, REGISTRY, TOOLS, Call, ToolSpec
 
@@ -196,6 +197,7 @@ def build_server(service: ServiceRef, *, identify: Identify,
                 raise NotFoundError(f"Unknown tool '{params.name}'. Known tools: "
                                     f"{', '.join(REGISTRY)}.", field="name")
             arguments = dict(params.arguments or {})
+            limits.check_value(arguments)
             check_arguments(spec, arguments)
             call = Call(*identify(ctx.request))
             handler = spec.handler

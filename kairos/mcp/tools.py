@@ -13,6 +13,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..domain.limits import MODEL_ID_CHARS
+
 if TYPE_CHECKING:  # the service pulls in the database layer; import it only when called
     from ..service import Caller, Kairos
 
@@ -193,7 +195,7 @@ TOOLS: tuple[ToolSpec, ...] = (
               "message": {"type": "string", "description": "What happened, for the record."},
               "quality_bonus": {"type": "number",
                                 "description": "Optional bonus for an excellent run."},
-              "llm_model_id": {"type": "string",
+              "llm_model_id": {"type": "string", "maxLength": MODEL_ID_CHARS,
                                "description": "The model that ran the protocol."},
               "solution": SOLUTION},
              ["uri", "outcome", "message"]),
@@ -206,7 +208,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         "the protocol's step URIs. A title that already exists is refused "
         "(DUPLICATE_CHAIN) unless force_update is true.",
         _obj({"markdown_doc": {"type": "string"},
-              "llm_model_id": {"type": "string"},
+              "llm_model_id": {"type": "string", "maxLength": MODEL_ID_CHARS},
               "force_update": {"type": "boolean", "default": False,
                                "description": "Replace a protocol with the same title."}},
              ["markdown_doc"]),

@@ -7,7 +7,9 @@ from typing import Any
 
 import numpy as np
 from sqlalchemy import insert, select, update
+from sqlalchemy.exc import IntegrityError
 
+from ..domain import limits
 from ..domain.errors import CONFLICT, ConflictError, NotFoundError, ValidationError
 from ..domain.uris import new_id, to_uri
 from ..search.service import DUPLICATE_SEQ, DocSpec, Hit, SearchService, entry_spec
@@ -22,9 +24,6 @@ from .protocols import Caller
 
 TYPES = ("experience", "manual", "protocol")
 SECTIONS = ("useful", "harmful", "contextual")
-MAX_TITLE = 120
-MAX_PLAYBOOK = 2000
-MAX_CONTENT = 100_000
 _GUARD_ATTEMPTS = 20
 DOWNRANK_FACTOR = 0.5
 MIN_SCORE_VECTOR = 0.50
@@ -82,8 +81,15 @@ class EntryService:
     def _ensure_categories(self, repo: Repo, space: str) -> list[dict[str, Any]]:
         rows = repo.categories(space)
         if not rows:
-            for code, name, description in STARTER_CATEGORIES:
-                repo.insert_category(space=space, code=code, name=name, description=description)
+            # Idempotent: writers racing on a new space all succeed. A savepoint keeps the
+            # transaction usable when another writer's identical rows won the insert.
+            try:
+                with repo.conn.begin_nested():
+                    for code, name, description in STARTER_CATEGORIES:
+                        repo.insert_category(space=space, code=code, name=name,
+                                             description=description)
+            except IntegrityError:
+                pass
             rows = repo.categories(space)
         return [{"code": r["code"], "name": r["name"], "description": r["description"]}
                 for r in rows]
@@ -121,8 +127,10 @@ class EntryService:
                                           f"{', '.join(sorted(categories))}.")
         out: dict[str, Any] = {
             "category": category,
-            "title": _text(merged.get("title"), "title", required=True, limit=MAX_TITLE),
-            "author": _text(merged.get("author"), "author", required=False, limit=200),
+            "title": _text(merged.get("title"), "title", required=True,
+                           limit=limits.ENTRY_TITLE_CHARS),
+            "author": _text(merged.get("author"), "author", required=False,
+                            limit=limits.AUTHOR_CHARS),
         }
         if kind == "experience":
             section = merged.get("section") or "useful"
@@ -130,14 +138,14 @@ class EntryService:
                 raise ValidationError("section", "'useful', 'harmful' or 'contextual'")
             out["section"] = section
             out["playbook"] = _text(merged.get("playbook"), "playbook", required=True,
-                                    limit=MAX_PLAYBOOK)
+                                    limit=limits.PLAYBOOK_CHARS)
             out["context"] = _text(merged.get("context"), "context",
-                                   required=section == "contextual", limit=MAX_PLAYBOOK)
+                                   required=section == "contextual", limit=limits.PLAYBOOK_CHARS)
         else:
             out["content"] = _text(merged.get("content"), "content", required=True,
-                                   limit=MAX_CONTENT)
+                                   limit=limits.CONTENT_CHARS)
             out["summary"] = _text(merged.get("summary"), "summary", required=False,
-                                   limit=MAX_PLAYBOOK)
+                                   limit=limits.PLAYBOOK_CHARS)
         return out
 
     # --- writes ------------------------------------------------------------------------------
@@ -217,6 +225,8 @@ class EntryService:
         raise ConflictError(CONFLICT, "The entry kept changing; retry.", field="entity_id")
 
     def _load(self, repo: Repo, entity_id: str, caller: Caller) -> tuple[str, dict[str, Any]]:
+        if limits.BAD_CHAR.search(entity_id):  # no id holds one; PostgreSQL cannot compare it
+            raise NotFoundError(f"No entry {entity_id!r}.", field="entity_id")
         for kind in ("experience", "manual"):
             row = repo.conn.execute(select(_table(kind)).where(
                 _table(kind).c.id == entity_id)).mappings().first()
@@ -415,7 +425,11 @@ class EntryService:
             raise ValidationError("session_id", "a session id (letters, digits, . _ : -)")
         if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
             raise ValidationError("ids", "a list of entry ids")
-        return {**self.search.sessions.cite(_session_key(caller, sid), ids), "session_id": sid}
+        key = _session_key(caller, sid)
+        if self.search.sessions.get(key) is None:  # citing never creates a session
+            raise NotFoundError(f"No session {sid!r} (unknown or expired): search in it "
+                                "first.", field="session_id")
+        return {**self.search.sessions.cite(key, ids), "session_id": sid}
 
 
 def _session_key(caller: Caller, session_id: str) -> str:

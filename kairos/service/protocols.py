@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 from sqlalchemy.exc import IntegrityError
 
-from ..domain import doctext, errors, markdown
+from ..domain import doctext, errors, limits, markdown
 from ..domain.challenge import Challenge, from_issued
 from ..domain.engine import StepView
 from ..domain.errors import ConflictError, KairosError, NotFoundError, ValidationError
@@ -372,7 +372,7 @@ class ProtocolService:
             if value is not None and not isinstance(value, str):
                 raise ValidationError(f"updates.{name}", "a string")
         if doc is not None:
-            if len(doc.encode("utf-8")) > markdown.MAX_DOCUMENT_BYTES:
+            if len(doc.encode("utf-8", "surrogatepass")) > limits.current().document_bytes:
                 markdown.parse(doc)  # raises the size error
             lines = doc.replace("\r\n", "\n").split("\n")
             first = next((i for i, line in enumerate(lines) if line.strip()), 0)

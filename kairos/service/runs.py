@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..domain import engine, errors
+from ..domain import engine, errors, limits
 from ..domain.engine import RunState
 from ..domain.errors import KairosError, NotFoundError, ValidationError
 from ..domain.proof import verify_chain
@@ -17,6 +17,20 @@ from .protocols import Caller, ProtocolService, step_views
 
 OUTCOMES = ("success", "failure")
 _SWAP_ATTEMPTS = 5
+
+
+_COUNTERS = {"success": "successes", "failure": "failures"}
+_FROM_RUN: Any = object()
+
+
+def _counted(run: Row, outcome: str | None = None) -> str | None:
+    """What a run counts as in its protocol's successes and failures: a failure always,
+    a success only when proven (every step's challenge answered); else nothing.
+    ``outcome`` overrides the run's recorded one."""
+    outcome = run["outcome"] if outcome is None else outcome
+    if outcome == "failure" or (outcome == "success" and run["proven"]):
+        return outcome
+    return None
 
 
 def _state(row: Row) -> RunState:
@@ -83,6 +97,7 @@ class RunService:
             raise ValidationError("outcome", "'success' or 'failure'")
         if not isinstance(message, str):
             raise ValidationError("message", "a string")
+        limits.check_length(message, "message", limits.current().message_chars)
         if quality_bonus is None:
             quality_bonus = 0.0
         if (not isinstance(quality_bonus, int | float) or isinstance(quality_bonus, bool)
@@ -90,6 +105,7 @@ class RunService:
             raise ValidationError("quality_bonus", "a number between -1 and 1")
         if llm_model_id is not None and not isinstance(llm_model_id, str):
             raise ValidationError("llm_model_id", "a string")
+        limits.check_length(llm_model_id, "llm_model_id", limits.MODEL_ID_CHARS)
         for _ in range(_SWAP_ATTEMPTS):
             with self.store.write() as repo:
                 step, proto, rows = self.protocols.resolve(repo, uri, caller)
@@ -100,6 +116,7 @@ class RunService:
                         errors.NO_ACTIVE_RUN,
                         f"No run of this protocol to attest for this caller. Call kairos_begin "
                         f"with {to_uri(rows[0]['id'])} first.", field="uri")
+                counted_before = _counted(run)
                 if solution is not None:
                     if run["challenge"] is None:
                         raise ValidationError(
@@ -112,28 +129,38 @@ class RunService:
                     run = repo.run(run["id"])
                     assert run is not None
                 return self._record_outcome(repo, run, proto, step, outcome, message,
-                                            float(quality_bonus), llm_model_id)
+                                            float(quality_bonus), llm_model_id,
+                                            counted_before)
         raise KairosError(errors.CONFLICT, "The run changed while attesting; retry the call.")
 
     def _record_outcome(self, repo: Repo, run: Row, proto: Row, step: Row, outcome: str,
-                        message: str, bonus: float, model: str | None) -> dict[str, Any]:
+                        message: str, bonus: float, model: str | None,
+                        counted_before: Any = _FROM_RUN) -> dict[str, Any]:
+        """Record the outcome; the protocol's counters move from what the run counted as
+        before (``counted_before``, by default what ``run`` counts as) to what it counts
+        as now (see ``_counted``)."""
+        if counted_before is _FROM_RUN:
+            counted_before = _counted(run)
         stamp = now()
-        previous, previous_model = run["outcome"], run["outcome_model"]
+        proven = bool(run["proven"])
+        counted = _counted(run, outcome)
+        previous_model = run["outcome_model"]
         deltas: dict[str, Any] = {"last_outcome": outcome, "last_run_at": stamp,
                                   "quality_bonus": bonus - (run["quality_bonus"] or 0.0)}
-        if previous != outcome:
-            deltas[f"{outcome}es" if outcome == "success" else "failures"] = 1
-            if previous is not None:
-                deltas["successes" if previous == "success" else "failures"] = -1
+        if counted != counted_before:
+            if counted is not None:
+                deltas[_COUNTERS[counted]] = 1
+            if counted_before is not None:
+                deltas[_COUNTERS[counted_before]] = -1
         metrics = repo.protocol_metrics(proto["id"], lock=True)
         per_model = dict(metrics["per_model"]) if metrics else {}
-        if previous_model and previous:
+        if previous_model and counted_before:
             counts = dict(per_model.get(previous_model, {}))
-            counts[previous] = counts.get(previous, 0) - 1
+            counts[counted_before] = counts.get(counted_before, 0) - 1
             per_model[previous_model] = counts
-        if model:
+        if model and counted:
             counts = dict(per_model.get(model, {}))
-            counts[outcome] = counts.get(outcome, 0) + 1
+            counts[counted] = counts.get(counted, 0) + 1
             per_model[model] = counts
         deltas["per_model"] = per_model
         repo.bump_protocol(proto["id"], **deltas)
@@ -147,11 +174,13 @@ class RunService:
                       quality_bonus=bonus, updated_at=stamp)
         repo.insert_attestation(run_id=run["id"], space=run["space"], protocol_id=proto["id"],
                                 step_uri=to_uri(step["id"]), outcome=outcome, message=message,
-                                quality_bonus=bonus, llm_model_id=model, created_at=stamp)
+                                quality_bonus=bonus, llm_model_id=model, proven=proven,
+                                created_at=stamp)
         return {
             "uri": to_uri(step["id"]),
             "run_id": run["id"],
             "outcome": outcome,
+            "proven": proven,
             "message": message,
             "quality_bonus": bonus,
             "llm_model_id": model,
@@ -188,6 +217,8 @@ class RunService:
         decision = engine.answer(steps, state, solution, sent_uri=sent_uri, new_nonce=nonce,
                                  now=stamp, tool=tool)
         values = _state_values(decision.state, stamp)
+        if isinstance(decision, engine.Accepted) and decision.state.challenge is None:
+            values["proven"] = True  # the last step's answer: every step is proven
         if not repo.swap_run(run["id"], run["nonce"], **values):
             return None
         step_id = rows[state.step_index]["id"]
@@ -201,10 +232,10 @@ class RunService:
         repo.bump_step(step_id, accepted=1)
         if (decision.state.status == engine.COMPLETED and run["status"] == engine.ACTIVE
                 and run["outcome"] is None):
-            # Reaching the last step completes the run; kairos_attest may override.
+            # Reaching the last step records a success, unproven until the last step's
+            # answer comes through kairos_attest; unproven successes are not counted.
             repo.swap_run(run["id"], decision.state.nonce, outcome="success")
-            repo.bump_protocol(run["protocol_id"], successes=1, last_outcome="success",
-                               last_run_at=stamp)
+            repo.bump_protocol(run["protocol_id"], last_outcome="success", last_run_at=stamp)
         return decision.response
 
     # --- history and verification -----------------------------------------------------------
@@ -224,7 +255,8 @@ class RunService:
                            {"index": broken.index, "step_uri": broken.step_uri,
                             "reason": broken.reason})
         return {"run_id": run["id"], "valid": broken_dict is None, "proofs": checked,
-                "head": run["head"], "first_broken": broken_dict}
+                "proven": bool(run["proven"]), "head": run["head"],
+                "first_broken": broken_dict}
 
     def proof_log(self, run_id: Any, caller: Caller) -> dict[str, Any]:
         with self.store.read() as repo:
@@ -242,7 +274,8 @@ class RunService:
                     p = repo.protocol(r["protocol_id"])
                     titles[r["protocol_id"]] = p["title"] if p else None
         return [{"run_id": r["id"], "chain_label": titles[r["protocol_id"]],
-                 "status": r["status"], "outcome": r["outcome"], "step": r["step_index"] + 1,
+                 "status": r["status"], "outcome": r["outcome"],
+                 "proven": bool(r["proven"]), "step": r["step_index"] + 1,
                  "retry_count": r["retry_count"], "caller": r["caller"],
                  "created_at": r["created_at"], "updated_at": r["updated_at"]} for r in rows]
 
@@ -250,6 +283,8 @@ class RunService:
     def _own_run(repo: Repo, run_id: Any, caller: Caller) -> Row:
         if not isinstance(run_id, str) or not run_id:
             raise ValidationError("run_id", "a run id string")
+        if limits.BAD_CHAR.search(run_id):  # no id holds one; PostgreSQL cannot compare it
+            raise NotFoundError(f"No run {run_id!r}.", field="run_id")
         run = repo.run(run_id)
         if run is None or run["space"] != caller.space:
             raise NotFoundError(f"No run {run_id}.", field="run_id")

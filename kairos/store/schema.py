@@ -16,6 +16,7 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    false,
 )
 
 metadata = MetaData()
@@ -69,6 +70,7 @@ runs = Table(
     Column("failed_step_id", String(36)),
     Column("message", Text),
     Column("quality_bonus", Float),
+    Column("proven", Boolean, nullable=False, default=False, server_default=false()),
     Column("created_at", TS, nullable=False),
     Column("updated_at", TS, nullable=False),
     Index("ix_runs_caller", "caller", "protocol_id", "status"),
@@ -107,6 +109,7 @@ attestations = Table(
     Column("message", Text, nullable=False),
     Column("quality_bonus", Float, nullable=False),
     Column("llm_model_id", String(128)),
+    Column("proven", Boolean, nullable=False, default=False, server_default=false()),
     Column("created_at", TS, nullable=False),
 )
 

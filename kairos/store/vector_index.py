@@ -227,7 +227,8 @@ class MemoryVectorIndex:
 
 
 def _literal(vector: np.ndarray) -> str:
-    return "[" + ",".join(f"{x:.7g}" for x in np.asarray(vector, dtype=np.float32)) + "]"
+    values = np.asarray(vector, dtype=np.float32).tolist()
+    return "[" + ",".join(["%.7g"] * len(values)) % tuple(values) + "]"
 
 
 class PgVectorIndex:

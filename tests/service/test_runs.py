@@ -41,7 +41,7 @@ def test_sixteen_concurrent_runs_have_valid_distinct_chains(kairos: Kairos) -> N
     assert len({r["proof_hash"] for r in results}) == 16
     for r in results:
         report = kairos.verify_run(r["run_id"])
-        assert report == {"run_id": r["run_id"], "valid": True, "proofs": 3,
+        assert report == {"run_id": r["run_id"], "valid": True, "proofs": 3, "proven": True,
                           "head": r["proof_hash"], "first_broken": None}
 
 
@@ -202,11 +202,14 @@ def test_outcomes_update_quality_metrics(kairos: Kairos) -> None:
     by_label = {s["label"]: s for s in m["steps"]}
     assert by_label["Configure"]["failures"] == 1 and by_label["Configure"]["refused"] == 1
     assert by_label["Create structure"]["accepted"] == 2
-    # Overriding an outcome moves the counts instead of adding to them.
-    kairos.attest(steps[1], "success", "fixed it by hand", b, llm_model_id="model-x")
+    # Overriding an outcome moves the counts instead of adding to them; a success whose
+    # steps were not all proven is recorded but not counted.
+    overridden = kairos.attest(steps[1], "success", "fixed it by hand", b,
+                               llm_model_id="model-x")
+    assert (overridden["outcome"], overridden["proven"]) == ("success", False)
     m = kairos.metrics(steps[0])
-    assert (m["successes"], m["failures"]) == (2, 0)
-    assert m["per_model"] == {"model-x": {"failure": 0, "success": 1}}
+    assert (m["successes"], m["failures"]) == (1, 0)
+    assert m["per_model"] == {"model-x": {"failure": 0}}
     assert {s["label"]: s["failures"] for s in m["steps"]}["Configure"] == 0
 
 

@@ -292,5 +292,7 @@ def test_sessions_belong_to_a_space(k: Kairos) -> None:
     with pytest.raises(KairosError) as info:
         k.session_info("shared-id", other)
     assert info.value.status == 404
-    k.cite("shared-id", ["x"], other)
+    with pytest.raises(KairosError) as cited:
+        k.cite("shared-id", ["x"], other)  # citing never creates a session
+    assert cited.value.status == 404
     assert k.session_info("shared-id")["cited_ids"] == []

@@ -57,7 +57,7 @@ async def test_a_run_from_mint_to_verified_proof_log(http: httpx.AsyncClient) ->
     assert log["proofs"][0]["previous_hash"] == run["responses"][0]["challenge"]["proof_hash"]
     verified = await http.get(f"/api/v1/runs/{run_id}/verify")
     assert verified.status_code == 200
-    assert verified.json() == {"run_id": run_id, "valid": True, "proofs": 3,
+    assert verified.json() == {"run_id": run_id, "valid": True, "proofs": 3, "proven": True,
                                "head": log["proofs"][-1]["proof_hash"], "first_broken": None}
     history = (await http.get("/api/v1/runs", params={"limit": 5})).json()
     assert history["count"] == 1 and history["runs"][0]["run_id"] == run_id

@@ -1,0 +1,193 @@
+"""Every size limit of KAIROS, defined once, and the checks on input text shared by all
+surfaces: JSON nesting depth, NUL characters and lone surrogates.
+
+The configurable limits are settings (``KAIROS_MAX_*``, see the README); the composition
+root calls ``configure`` once at start, and every check reads ``current()``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, fields, replace
+from itertools import accumulate
+from typing import Any
+
+from .errors import ValidationError
+
+
+@dataclass(frozen=True)
+class Limits:
+    body_bytes: int = 4_000_000
+    """An HTTP request body (checked before it is read whole)."""
+    document_bytes: int = 1_000_000
+    """A markdown document to mint (UTF-8 bytes)."""
+    steps: int = 200
+    """Steps of one protocol."""
+    title_chars: int = 200
+    """A protocol title."""
+    label_chars: int = 200
+    """A step label (its ``##`` heading)."""
+    message_chars: int = 10_000
+    """An attestation message."""
+    json_depth: int = 64
+    """Nesting of JSON objects and arrays, in a request body or a challenge block."""
+    inflight: int = 16
+    """Requests served at once by one HTTP process; more are answered 503."""
+
+
+#: Setting key (``config.DEFAULTS``, ``KAIROS_<KEY>``) → Limits field.
+SETTINGS = {f"max_{f.name}": f.name for f in fields(Limits)}
+
+def setting_defaults() -> dict[str, int]:
+    """The ``max_*`` settings with their default values (for ``config.DEFAULTS``)."""
+    defaults = Limits()
+    return {key: getattr(defaults, name) for key, name in SETTINGS.items()}
+
+
+#: Fixed limits (they follow from the schema or from the challenge semantics).
+MODEL_ID_CHARS = 128
+PLAYBOOK_CHARS = 2_000  # an experience's playbook and context, a manual's summary
+CONTENT_CHARS = 100_000  # a manual's content
+AUTHOR_CHARS = 200
+ENTRY_TITLE_CHARS = 120  # an experience's or a manual's title
+COMMENT_MIN_LENGTH_MAX = 10_000
+SHELL_TIMEOUT_MAX_SECONDS = 86_400
+
+_current = Limits()
+
+
+def current() -> Limits:
+    return _current
+
+
+def configure(settings: Any = None, **values: int) -> Limits:
+    """Set the limits from a Settings object (its ``max_*`` keys) and/or keyword values;
+    returns the new limits. Values must be positive integers."""
+    global _current
+    chosen: dict[str, int] = {}
+    if settings is not None:
+        for key, name in SETTINGS.items():
+            value = getattr(settings, key, None)
+            if value is not None:
+                chosen[name] = value
+    chosen.update(values)
+    for name, value in chosen.items():
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise ValueError(f"limit {name} must be a positive integer, got {value!r}")
+    _current = replace(Limits(), **chosen)
+    return _current
+
+
+# --- JSON depth --------------------------------------------------------------------------
+
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+_DELTA = {"[": 1, "{": 1, "]": -1, "}": -1}
+
+
+def json_depth(text: str) -> int:
+    """The deepest nesting of ``[`` and ``{`` in JSON text, without parsing it (strings are
+    skipped); linear in the length of the text."""
+    brackets = _NOT_BRACKET.sub("", _STRING.sub("", text))
+    return max(accumulate(map(_DELTA.__getitem__, brackets)), default=0)
+
+
+def check_json_depth(text: str, field: str) -> None:
+    """ValidationError when JSON text nests deeper than the limit."""
+    limit = current().json_depth
+    if json_depth(text) > limit:
+        raise ValidationError(field, f"JSON nested at most {limit} levels deep",
+                              message=f"{field} nests JSON more than {limit} levels deep.")
+
+
+# --- text that no store can keep ---------------------------------------------------------
+
+BAD_CHAR = re.compile("[\x00\ud800-\udfff]")
+#: In raw JSON text the only way to spell a NUL or a surrogate is a \\u escape.
+#: Non-finite numbers are spelled NaN, Infinity or with a large exponent (1e999).
+_BAD_ESCAPE = re.compile(
+    r"\\u(?:0000|[dD][89a-fA-F][0-9a-fA-F]{2})|NaN|Infinity|[eE][+-]?\d{3}|\d{300}")
+
+
+def might_hold_bad_text(raw_json: str) -> bool:
+    """False when JSON text certainly decodes to no NUL, no lone surrogate and no
+    non-finite or overlong number (a fast pre-check before walking the parsed value with
+    ``check_value``)."""
+    return _BAD_ESCAPE.search(raw_json) is not None
+
+
+def bad_text(value: Any, path: str = "", max_depth: int | None = None
+             ) -> tuple[str, str] | None:
+    """(field path, problem) of the first string or object key in ``value`` that holds a
+    NUL character or a lone surrogate, of a NaN or infinite number, or of the first
+    container nested deeper than ``max_depth``; None when there is none."""
+    stack: list[tuple[str, Any, int]] = [(path, value, 0)]
+    while stack:
+        where, item, depth = stack.pop()
+        if isinstance(item, str):
+            m = BAD_CHAR.search(item)
+            if m:
+                what = "a NUL character" if m.group() == "\x00" else "a lone surrogate"
+                return where or "body", what
+            continue
+        if isinstance(item, float) and not math.isfinite(item):
+            return where or "body", "a number that is not finite (NaN or Infinity)"
+        if isinstance(item, dict | list) and max_depth is not None and depth >= max_depth:
+            return where or "body", f"JSON nested more than {max_depth} levels deep"
+        if isinstance(item, dict):
+            for key, sub in reversed(list(item.items())):
+                if isinstance(key, str) and BAD_CHAR.search(key):
+                    return where or "body", "an object key that is not valid text"
+                stack.append((f"{where}.{key}" if where else str(key), sub, depth + 1))
+        elif isinstance(item, list):
+            stack.extend((f"{where}[{i}]", sub, depth + 1)
+                         for i, sub in reversed(list(enumerate(item))))
+    return None
+
+
+def check_value(value: Any, path: str = "") -> None:
+    """ValidationError naming the first field that holds text no store can keep (NUL, a
+    lone surrogate) or nests deeper than the JSON depth limit."""
+    limit = current().json_depth
+    found = bad_text(value, path, limit)
+    if found is not None:
+        field, what = found
+        if what.startswith("JSON nested"):
+            raise ValidationError(field, f"JSON nested at most {limit} levels deep",
+                                  message=f"Invalid {field}: {what}.")
+        if what.startswith("a number"):
+            raise ValidationError(field, "a finite number", message=f"Invalid {field}: {what}.")
+        raise ValidationError(field, "text without NUL characters or lone surrogates",
+                              message=f"Invalid {field}: it contains {what}; expected valid "
+                                      "Unicode text without NUL (U+0000).")
+
+
+def check_length(value: str | None, field: str, limit: int) -> None:
+    if value is not None and len(value) > limit:
+        raise ValidationError(field, f"at most {limit} characters",
+                              message=f"{field} is {len(value)} characters; the limit is "
+                                      f"{limit}.")
+
+
+__all__ = [
+    "AUTHOR_CHARS",
+    "BAD_CHAR",
+    "COMMENT_MIN_LENGTH_MAX",
+    "CONTENT_CHARS",
+    "ENTRY_TITLE_CHARS",
+    "MODEL_ID_CHARS",
+    "PLAYBOOK_CHARS",
+    "SETTINGS",
+    "SHELL_TIMEOUT_MAX_SECONDS",
+    "Limits",
+    "bad_text",
+    "check_json_depth",
+    "check_length",
+    "check_value",
+    "configure",
+    "current",
+    "json_depth",
+    "might_hold_bad_text",
+    "setting_defaults",
+]

@@ -1,0 +1,184 @@
+"""The HTTP guards: body size before reading, UTF-8 and depth of REST bodies, the Host
+check without tokens, and the bound on requests in flight — REST and MCP alike."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Iterator
+from functools import partial
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+
+from kairos.api import create_app
+from kairos.domain import limits
+from kairos.mcp import ServiceRef, build_server
+from kairos.service import Kairos
+from tests.hardening.conftest import BASE
+
+pytestmark = pytest.mark.anyio
+JSON = {"content-type": "application/json"}
+MCP_HEADERS = {"content-type": "application/json",
+               "accept": "application/json, text/event-stream"}
+INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+              "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                         "clientInfo": {"name": "t", "version": "1"}}}
+
+
+@pytest.fixture
+def small_body() -> Iterator[int]:
+    limits.configure(body_bytes=10_000)
+    yield 10_000
+    limits.configure()
+
+
+def _app(kairos: Kairos, **kw: Any) -> Any:
+    return create_app(kairos, mcp_factory=partial(build_server, ServiceRef.of(kairos)), **kw)
+
+
+@contextlib.asynccontextmanager
+async def _client(app: Any, base: str = BASE) -> AsyncIterator[httpx.AsyncClient]:
+    async with app.router.lifespan_context(app), httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app), base_url=base) as client:
+        yield client
+
+
+@pytest.fixture
+async def http(kairos: Kairos) -> AsyncIterator[httpx.AsyncClient]:
+    async with _client(_app(kairos)) as client:
+        yield client
+
+
+# --- body size ---------------------------------------------------------------------------
+
+async def test_an_oversize_body_is_a_413_before_it_is_read(
+        http: httpx.AsyncClient, small_body: int) -> None:
+    declared = await http.post("/api/v1/protocols",
+                               json={"markdown_doc": "# T\n\n## S\n\n" + "x" * small_body})
+    assert declared.status_code == 413
+    assert declared.json() == {
+        "error_code": "REQUEST_TOO_LARGE",
+        "message": f"The request body is larger than the limit of {small_body} bytes.",
+        "field": "body", "expected": f"at most {small_body} bytes"}
+    sent: list[int] = []
+
+    async def chunks() -> AsyncIterator[bytes]:  # no Content-Length: counted as it arrives
+        for i in range(100):
+            sent.append(i)
+            yield b" " * 1000
+
+    streamed = await http.post("/api/v1/protocols", content=chunks(), headers=JSON)
+    assert streamed.status_code == 413
+    assert len(sent) <= small_body // 1000 + 2  # it stopped reading
+
+
+async def test_an_oversize_mcp_body_is_a_json_rpc_error(
+        http: httpx.AsyncClient, small_body: int) -> None:
+    response = await http.post("/mcp", content=b" " * (small_body + 1), headers=MCP_HEADERS)
+    assert response.status_code == 413
+    body = response.json()
+    assert body["jsonrpc"] == "2.0" and body["id"] is None
+    assert body["error"]["data"]["error_code"] == "REQUEST_TOO_LARGE"
+
+
+# --- error shapes of REST bodies ---------------------------------------------------------
+
+async def test_a_body_that_is_not_utf8_is_a_422_naming_the_body(
+        http: httpx.AsyncClient) -> None:
+    response = await http.post("/api/v1/protocols/search", content=b'{"query": "\xff\xfe"}',
+                               headers=JSON)
+    assert response.status_code == 422
+    assert response.json()["field"] == "body" and "UTF-8" in response.json()["message"]
+
+
+async def test_citing_into_an_unknown_session_is_a_404_and_creates_nothing(
+        http: httpx.AsyncClient) -> None:
+    cited = await http.post("/api/v1/search/session/cited",
+                            json={"session_id": "never-searched", "ids": ["x"]})
+    assert cited.status_code == 404 and cited.json()["field"] == "session_id"
+    info = await http.get("/api/v1/search/session", params={"session_id": "never-searched"})
+    assert info.status_code == 404
+
+
+async def test_update_and_delete_of_unknown_uris_report_each_uri(
+        http: httpx.AsyncClient) -> None:
+    uri = "kairos://mem/00000000-0000-0000-0000-00000000dead"
+    deleted = await http.post("/api/v1/protocols/delete", json={"uris": [uri]})
+    assert deleted.status_code == 200
+    assert deleted.json()["total_failed"] == 1
+    assert deleted.json()["results"][0]["error_code"] == "NOT_FOUND"
+    updated = await http.post("/api/v1/protocols/update",
+                              json={"uris": [uri], "updates": {"content": "x"}})
+    assert updated.json()["results"][0]["error_code"] == "NOT_FOUND"
+
+
+# --- Host check (DNS rebinding) ----------------------------------------------------------
+
+@pytest.mark.parametrize("host", ["127.0.0.1:8765", "localhost:8765", "[::1]:8765",
+                                  "localhost"])
+async def test_loopback_hosts_are_served(kairos: Kairos, host: str) -> None:
+    async with _client(_app(kairos)) as client:
+        response = await client.post("/api/v1/protocols/search", json={"query": "deploy"},
+                                      headers={"host": host})
+        assert response.status_code == 200, response.text
+
+
+async def test_other_hosts_are_refused_without_tokens(kairos: Kairos) -> None:
+    async with _client(_app(kairos), "http://rebound.example:8765") as client:
+        search = await client.post("/api/v1/protocols/search", json={"query": "deploy"})
+        assert search.status_code == 421
+        assert search.json()["error_code"] == "MISDIRECTED_REQUEST"
+        assert search.json()["field"] == "host"
+        mint = await client.post("/api/v1/protocols", json={"markdown_doc": "# T\n\n## S\n"})
+        assert mint.status_code == 421
+        assert (await client.get("/health")).status_code == 200  # open, like without tokens
+        mcp = await client.post("/mcp", json=INITIALIZE, headers=MCP_HEADERS)
+        assert mcp.status_code == 421
+        assert mcp.json()["error"]["data"]["error_code"] == "MISDIRECTED_REQUEST"
+
+
+async def test_with_tokens_any_host_is_served(kairos: Kairos) -> None:
+    app = _app(kairos, tokens={"secret": "default"}, host="0.0.0.0")
+    async with _client(app, "http://kairos.example.com") as client:
+        response = await client.post("/api/v1/protocols/search", json={"query": "deploy"},
+                                     headers={"authorization": "Bearer secret"})
+        assert response.status_code == 200
+
+
+# --- requests in flight ------------------------------------------------------------------
+
+async def test_beyond_the_inflight_bound_requests_get_503_with_retry_after(
+        kairos: Kairos) -> None:
+    admitted, gate = anyio.Event(), anyio.Event()
+
+    async def slow_body() -> AsyncIterator[bytes]:
+        yield b'{"query": '
+        admitted.set()  # the server asked for more: the request holds its slot
+        await gate.wait()
+        yield b'"deploy"}'
+
+    async with _client(_app(kairos, max_inflight=1)) as client:
+        first: dict[str, httpx.Response] = {}
+
+        async def send_first() -> None:
+            first["r"] = await client.post("/api/v1/protocols/search", content=slow_body(),
+                                           headers=JSON)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(send_first)
+            with anyio.fail_after(10):
+                await admitted.wait()
+            busy = await client.post("/api/v1/protocols/search", json={"query": "x"})
+            assert busy.status_code == 503
+            assert busy.headers["retry-after"] == "1"
+            assert busy.json()["error_code"] == "OVERLOADED"
+            mcp = await client.post("/mcp", json=INITIALIZE, headers=MCP_HEADERS)
+            assert mcp.status_code == 503 and mcp.json()["error"]["data"]["error_code"] == (
+                "OVERLOADED")
+            assert (await client.get("/health")).status_code == 200  # not counted
+            gate.set()
+        assert first["r"].status_code == 200
+        again = await client.post("/api/v1/protocols/search", json={"query": "x"})
+        assert again.status_code == 200
