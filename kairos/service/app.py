@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..config import Settings, load_settings
+from ..domain import limits
 from ..domain.errors import KairosError
 from ..search.embedders import make_embedder
 from ..search.service import SearchService
@@ -24,6 +25,7 @@ class Kairos:
     def __init__(self, settings: Settings | None = None, *, store: Store | None = None,
                  embedder: Embedder | None = None, background: bool = True) -> None:
         self.settings = settings or load_settings()
+        limits.configure(self.settings)
         if embedder is None:
             embedder = make_embedder(self.settings.embedder,
                                      base_url=self.settings.openai_base_url,

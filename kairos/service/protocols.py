@@ -119,6 +119,9 @@ class ProtocolService:
 
     def mint(self, markdown_doc: Any, caller: Caller, *, llm_model_id: str | None = None,
              force_update: bool = False) -> dict[str, Any]:
+        if llm_model_id is not None and not isinstance(llm_model_id, str):
+            raise ValidationError("llm_model_id", "a string")
+        limits.check_length(llm_model_id, "llm_model_id", limits.MODEL_ID_CHARS)
         drafts = self._drafts(markdown_doc)
         return self._mint(drafts, self._embed_drafts(drafts, caller.space), caller,
                           llm_model_id, force_update)

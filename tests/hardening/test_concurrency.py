@@ -7,10 +7,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from kairos.service import Caller
-from tests.conftest import BACKEND, make_kairos
+from tests.conftest import make_kairos
 
 WRITERS = 20
 
@@ -45,9 +43,6 @@ def test_concurrent_first_category_lists_in_a_new_space_all_succeed(home: Path) 
     assert {r["count"] for r in results} == {10}
 
 
-@pytest.mark.xfail(BACKEND == "postgresql", strict=False,
-                   reason="the per-space write counter of the duplicate check "
-                          "(search.service guard) races on its first insert, sometimes")
 def test_concurrent_first_writes_in_a_new_space_all_succeed(home: Path) -> None:
     kairos = make_kairos(home, KAIROS_EMBEDDER="none")
     caller = Caller(space="brand-new")
