@@ -202,7 +202,8 @@ class BrowseService:
         with self.store.read() as repo:
             protocol_id = None
             if protocol_uri is not None:
-                proto, _ = self._resolve(repo, protocol_uri, caller)
+                _, proto, _ = self.protocols.resolve(repo, protocol_uri, caller,
+                                                     field="protocol")
                 protocol_id = proto["id"]
             rows, total = q.run_page(repo, caller.space, limit=limit, offset=offset,
                                      protocol_id=protocol_id, status=status)

@@ -27,6 +27,11 @@ function fill(el, ...nodes) {
   return el;
 }
 
+function add(el, ...nodes) {
+  el.append(...nodes.flat(Infinity).filter((n) => n !== null && n !== undefined && n !== false));
+  return el;
+}
+
 const idOf = (uri) => String(uri || "").replace("kairos://mem/", "");
 const pct = (x) => (x === null || x === undefined ? "–" : `${Math.round(x * 100)} %`);
 const when = (s) => (s ? s.replace("T", " ").slice(0, 19) : "–");
@@ -175,11 +180,11 @@ async function pageSearch(params) {
   const results = h("div", { id: "results" });
   render("Search", h("h1", {}, "Search"), form, results);
   input.focus();
-  if (!q) { results.append(h("p", { class: "muted" }, "Search protocols, experiences and manuals in one place.")); return; }
+  if (!q) { add(results, h("p", { class: "muted" }, "Search protocols, experiences and manuals in one place.")); return; }
   if (types.includes("protocol")) {
     try {
       const r = await api("POST", "/api/v1/protocols/search", { query: q });
-      results.append(h("h2", {}, "Protocols"), h("div", { class: "table-wrap" }, h("table", {},
+      add(results, h("h2", {}, "Protocols"), h("div", { class: "table-wrap" }, h("table", {},
         h("thead", {}, h("tr", {}, h("th", {}, "role"), h("th", {}, "protocol"), h("th", {}, "score"), h("th", { class: "hide-narrow" }, "tags"))),
         h("tbody", {}, r.choices.map((c) => h("tr", { "data-role": c.role },
           h("td", {}, h("span", { class: `badge ${c.role === "match" ? "ok" : ""}` }, c.role)),
@@ -187,7 +192,7 @@ async function pageSearch(params) {
             c.role !== "match" ? h("div", { class: "muted" }, c.next_action) : null),
           h("td", {}, c.score === null || c.score === undefined ? "–" : c.score.toFixed(2)),
           h("td", { class: "hide-narrow" }, (c.tags || []).join(", "))))))));
-    } catch (e) { results.append(errorBox(e)); }
+    } catch (e) { add(results, errorBox(e)); }
   }
   const entryTypes = types.filter((t) => t !== "protocol");
   if (entryTypes.length) {
@@ -196,15 +201,15 @@ async function pageSearch(params) {
     if (minScore !== "") body.min_score = Number(minScore);
     try {
       const r = await api("POST", "/api/v1/search", body);
-      results.append(h("h2", {}, "Experiences and manuals"),
+      add(results, h("h2", {}, "Experiences and manuals"),
         r.degraded ? h("div", { class: "notice warn" }, `Search mode ${r.search_mode}: ${r.provider_hint || "degraded"}`) : null,
         (r.warnings || []).length ? h("div", { class: "notice warn" }, r.warnings.join(" ")) : null,
         r.results.length ? null : h("p", { class: "muted" }, `Nothing scored at least ${r.min_score}.`),
         r.results.map((x) => h("div", { class: "card" },
-          h("h3", {}, h("a", { href: `#/entry/${x.entity_id}` }, x.title), " ", h("span", { class: "badge" }, x.entity_type),
+          h("h3", {}, h("a", { href: `#/entry/${x.entity_id}` }, x.title), " ", h("span", { class: "badge" }, x.entity_type), " ",
             x.section ? h("span", { class: "badge" }, x.section) : null, " ", h("span", { class: "muted" }, `score ${x.score.toFixed(2)}`)),
           h("div", {}, x.snippet))));
-    } catch (e) { results.append(errorBox(e)); }
+    } catch (e) { add(results, errorBox(e)); }
   }
 }
 
@@ -481,7 +486,7 @@ async function pageGo(id) {
         return;
       }
       const r = await api("POST", "/api/v1/runs/next", { uri: pendingUri, solution });
-      if (!r.error_code && step) log.append(h("li", {}, step.label, " ", provenBadge(true)));
+      if (!r.error_code && step) add(log, h("li", {}, step.label, " ", provenBadge(true)));
       show(r);
     } catch (e) { stage.prepend(errorBox(e)); }
   }
@@ -503,7 +508,7 @@ async function pageEntries(params) {
       cats.categories.map((c) => h("a", { href: `#/entries${query({ type, category: c.code })}`, "aria-current": c.code === category ? "true" : null, title: c.description }, c.name))),
     data.items.length ? null : h("p", { class: "muted" }, "Nothing here yet."),
     data.items.map((e) => h("div", { class: "card" },
-      h("h3", {}, h("a", { href: `#/entry/${e.entity_id}` }, e.title), " ", h("span", { class: "badge" }, e.category),
+      h("h3", {}, h("a", { href: `#/entry/${e.entity_id}` }, e.title), " ", h("span", { class: "badge" }, e.category), " ",
         e.section ? h("span", { class: "badge" }, e.section) : null),
       h("div", {}, e.preview), h("div", { class: "muted" }, `${e.author || "anonymous"} · ${when(e.updated_at)}`))),
     pager(data, (o) => `#/entries${query({ type, category, offset: o })}`));
@@ -555,7 +560,7 @@ async function pageEntry(id) {
     e.entity_type === "experience" ? [h("h2", {}, "Playbook"), h("pre", {}, e.playbook), e.context ? [h("h2", {}, "Context"), h("pre", {}, e.context)] : null]
       : [e.summary ? h("p", {}, h("em", {}, e.summary)) : null, h("pre", {}, e.content)],
     h("details", {}, h("summary", {}, "Edit"), edit));
-  edit.append(await entryForm(e.entity_type, e));
+  add(edit, await entryForm(e.entity_type, e));
 }
 
 async function pageEntryNew(params) {
@@ -573,7 +578,7 @@ async function pageQuality(params) {
   render("Quality", h("h1", {}, "Quality over time"), list.items.length ? h("div", { class: "row" }, sel) : h("p", { class: "muted" }, "No protocols yet."));
   if (!target) return;
   const q = await api("GET", `/api/v1/protocols/${target}/quality`);
-  main.append(h("h2", {}, h("a", { href: `#/protocol/${target}` }, q.chain_label)), qualityChart(q.series, q.chain_label));
+  add(main, h("h2", {}, h("a", { href: `#/protocol/${target}` }, q.chain_label)), qualityChart(q.series, q.chain_label));
 }
 
 // --- router -------------------------------------------------------------------------------
