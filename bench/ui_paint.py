@@ -43,7 +43,9 @@ READY_JS = """() => {
 }"""
 MARK_READY = """new MutationObserver((_, obs) => {
   const m = document.getElementById('main');
-  if (m && m.dataset.ready !== undefined) { window.__readyAt = performance.now(); obs.disconnect(); }
+  if (m && m.dataset.ready !== undefined) {
+    window.__readyAt = performance.now(); obs.disconnect();
+  }
 }).observe(document, {subtree: true, attributes: true, attributeFilter: ['data-ready']});"""
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from fastapi import FastAPI
 from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
-from fastapi.responses import FileResponse, HTMLResponse
+from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
 
 UI_PREFIX = "/ui"
@@ -26,16 +26,26 @@ def docs_dir() -> Path:
     return Path(fastapi_offline.__file__).parent / "static"
 
 
+STYLESHEET = '<link rel="stylesheet" href="/ui/app.css">'
+
+
+def shell_html(static: Path) -> str:
+    """The UI's HTML shell with its stylesheet inlined: the first paint needs one request."""
+    html = (static / "index.html").read_text("utf-8")
+    css = (static / "app.css").read_text("utf-8")
+    return html.replace(STYLESHEET, f"<style>\n{css}</style>")
+
+
 def mount_ui(app: FastAPI) -> None:
     """Serve the UI shell, its assets and the offline API docs on ``app``."""
     static = ui_dir()
+    shell = shell_html(static)
     app.mount(UI_PREFIX, StaticFiles(directory=static), name="ui")
     app.mount(DOCS_ASSETS, StaticFiles(directory=docs_dir()), name="docs-assets")
 
     @app.get("/", include_in_schema=False)
-    def index() -> FileResponse:
-        return FileResponse(static / "index.html", media_type="text/html",
-                            headers={"Cache-Control": "no-cache"})
+    def index() -> HTMLResponse:
+        return HTMLResponse(shell, headers={"Cache-Control": "no-cache"})
 
     @app.get("/docs", include_in_schema=False)
     def swagger() -> HTMLResponse:

@@ -212,7 +212,9 @@ async def test_the_ui_and_the_docs_load_nothing_from_elsewhere(http: httpx.Async
             queue.append(ref)
         for ref in re.findall(r"""(?:import|from)\s+["'](/[^"']+)["']""", text):
             queue.append(ref)
-    assert {"/ui/app.js", "/ui/app.css", "/docs-assets/swagger-ui-bundle.js",
+    assert "<style>" in (await http.get("/")).text  # the stylesheet, inlined for first paint
+    assert (await http.get("/ui/app.css")).status_code == 200
+    assert {"/ui/app.js", "/docs-assets/swagger-ui-bundle.js",
             "/docs-assets/swagger-ui.css", "/docs-assets/redoc.standalone.js"} <= seen
     spec = (await http.get("/openapi.json")).json()
     for path in ("/api/v1/protocols", "/api/v1/runs/{run_id}", "/api/v1/runs/list",
