@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Path, Query
 from pydantic import BaseModel, Field
+from starlette.exceptions import HTTPException
 
 from ..domain.texts import URI_PREFIX
 from .models import _Closed
@@ -207,6 +208,7 @@ class EntryPage(BaseModel):
     has_more: bool
 
 
+RUN_ACTIONS = frozenset({"begin", "next", "attest"})
 router = APIRouter(prefix="/api/v1", tags=["browse"])
 
 
@@ -250,6 +252,8 @@ def list_runs(c: C, limit: Limit = 20, offset: Offset = 0,
 @router.get("/runs/{run_id}", response_model=RunDetail,
             summary="One run: status, steps, and its proof chain checked link by link")
 def one_run(run_id: str, c: C) -> Any:
+    if run_id in RUN_ACTIONS:  # POST-only actions under the same prefix, not run ids
+        raise HTTPException(405, "Method Not Allowed", headers={"Allow": "POST"})
     return c.kairos.run_detail(run_id, c.caller)
 
 
