@@ -240,4 +240,4 @@ async def test_with_tokens_the_shell_is_open_and_the_data_is_not(kairos: Kairos)
         assert minted.status_code == 201
         mine = (await client.get("/api/v1/protocols", headers=auth)).json()
         assert mine["total"] == 1
-    assert kairos.list_protocols()["total"] == 0  # the default space sees nothing of A's
+    assert kairos.browse_protocols()["total"] == 0  # the default space sees nothing of A's
