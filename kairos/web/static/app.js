@@ -145,11 +145,14 @@ function qualityChart(series, label) {
     const bar = svg("rect", { class: "bar", x: L + i * step + step * 0.15, y: H - B - bh, width: step * 0.7, height: bh });
     bar.append(svg("title", {}, `${p.date}: ${p.runs} runs, success ${pct(p.success_rate)}`));
     parts.push(bar);
-    if (p.cumulative_success_rate !== null) pts.push(`${L + i * step + step / 2},${y(p.cumulative_success_rate)}`);
+    if (p.cumulative_success_rate !== null) {
+      pts.push(`${L + i * step + step / 2},${y(p.cumulative_success_rate)}`);
+      parts.push(svg("circle", { class: "dot", cx: L + i * step + step / 2, cy: y(p.cumulative_success_rate), r: 4 }));
+    }
     if (i === 0 || i === series.length - 1 || series.length < 8)
       parts.push(svg("text", { x: L + i * step + 2, y: H - B + 16 }, p.date.slice(5)));
   });
-  if (pts.length) parts.push(svg("polyline", { class: "line", points: pts.join(" ") }));
+  if (pts.length > 1) parts.push(svg("polyline", { class: "line", points: pts.join(" ") }));
   const root = svg("svg", { viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": `Runs per day (bars) and success rate (line) of ${label}` }, ...parts);
   const table = h("details", {}, h("summary", {}, "Data"), h("div", { class: "table-wrap" }, h("table", {},
     h("thead", {}, h("tr", {}, h("th", {}, "day"), h("th", {}, "runs"), h("th", {}, "success"), h("th", {}, "failure"), h("th", {}, "success rate (cumulative)"))),
