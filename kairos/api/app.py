@@ -23,9 +23,11 @@ from kairos.domain.errors import INTERNAL_ERROR
 from ..domain.errors import NOT_FOUND, AuthError, KairosError, ValidationError
 from ..service import Kairos
 from .auth import LOCAL_HOSTS, BearerAuth, identify
+from .browse import router as browse_router
 from .guard import BodyGuard, HostGuard, Inflight
 from .metrics import Metrics, MetricsMiddleware
 from .routes import ROUTERS
+from .ui import mount_ui
 
 log = logging.getLogger("kairos.api")
 
@@ -132,14 +134,17 @@ def create_app(kairos: Kairos, *, tokens: Mapping[str, str] | None = None,
         async with mcp_server.session_manager.run():
             yield
 
-    app = FastAPI(title="KAIROS", version=_version(), lifespan=lifespan,
+    app = FastAPI(title="KAIROS", version=_version(), lifespan=lifespan, docs_url=None,
+                  redoc_url=None,
                   description="A memory server for AI agents: protocols run step by step "
                               "with proof, experiences and manuals. MCP is served at /mcp.")
     app.state.kairos = kairos
     app.state.metrics = metrics
     app.state.mcp_server = mcp_server
+    app.include_router(browse_router)  # before ROUTERS: /runs/list is not a run id
     for router in ROUTERS:
         app.include_router(router)
+    mount_ui(app)
     app.add_exception_handler(KairosError, _kairos_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(HTTPException, _http_error)

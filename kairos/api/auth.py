@@ -21,7 +21,8 @@ from ..domain.errors import UNAUTHORIZED, AuthError
 from ..service import Caller
 
 PRINCIPAL = "kairos.principal"  # the ASGI scope key the middleware fills
-OPEN_PATHS = frozenset({"/health"})
+OPEN_PATHS = frozenset({"/health", "/"})
+OPEN_PREFIXES = ("/ui/",)  # the web UI's own files: it asks for a token, then sends it
 LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 SESSION_HEADERS = ("x-chl-session", "x-kairos-session")
 MCP_SESSION_HEADER = "mcp-session-id"
@@ -137,7 +138,8 @@ class BearerAuth:
         if scope["type"] not in ("http", "websocket"):
             await self.app(scope, receive, send)
             return
-        if not self.by_digest or scope.get("path") in OPEN_PATHS:
+        path = scope.get("path") or ""
+        if not self.by_digest or path in OPEN_PATHS or path.startswith(OPEN_PREFIXES):
             scope[PRINCIPAL] = self.default
             await self.app(scope, receive, send)
             return
@@ -183,6 +185,6 @@ def identify(request: Any) -> tuple[Caller, str | None]:
     return Caller(space=principal.space, id=caller_id), chl or mcp_session
 
 
-__all__ = ["OPEN_PATHS", "PRINCIPAL", "BearerAuth", "Principal", "TokenConfigError",
-           "check_bind", "identify", "load_tokens", "parse_tokens", "read_tokens_file",
-           "session_header", "token_id"]
+__all__ = ["OPEN_PATHS", "OPEN_PREFIXES", "PRINCIPAL", "BearerAuth", "Principal",
+           "TokenConfigError", "check_bind", "identify", "load_tokens", "parse_tokens",
+           "read_tokens_file", "session_header", "token_id"]

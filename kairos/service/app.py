@@ -12,6 +12,7 @@ from ..search.embedders import make_embedder
 from ..search.service import SearchService
 from ..store.db import Store
 from ..store.sessions import DbSessionStore
+from .browse import BrowseService
 from .entries import EntryService
 from .finding import ProtocolFinder
 from .listing import Listing
@@ -46,6 +47,7 @@ class Kairos:
                                      float(self.settings.search_threshold))
         self.entries = EntryService(store, self.search_engine)
         self.listing = Listing(store, self.runs)
+        self.browse = BrowseService(store, self.protocols, self.search_engine)
         self.protocols.install_builtins()
         if background:
             self.search_engine.start_background()
@@ -158,6 +160,35 @@ class Kairos:
 
     def cite(self, session_id: Any, ids: Any, caller: Caller = Caller()) -> dict[str, Any]:
         return self.entries.cite(session_id, ids, caller)
+
+    # browsing (people and UIs): listings, overviews, one run, validation
+    def browse_protocols(self, caller: Caller = Caller(), *, limit: Any = 20, offset: Any = 0,
+                         q: Any = None, sort: Any = "updated") -> dict[str, Any]:
+        return self.browse.list_protocols(caller, limit=limit, offset=offset, q_text=q,
+                                          sort=sort)
+
+    def protocol_overview(self, uri: Any, caller: Caller = Caller()) -> dict[str, Any]:
+        return self.browse.protocol_overview(uri, caller)
+
+    def protocol_quality(self, uri: Any, caller: Caller = Caller()) -> dict[str, Any]:
+        return self.browse.quality(uri, caller)
+
+    def validate_markdown(self, markdown_doc: Any, caller: Caller = Caller()) -> dict[str, Any]:
+        return self.browse.validate(markdown_doc, caller)
+
+    def browse_runs(self, caller: Caller = Caller(), *, limit: Any = 20, offset: Any = 0,
+                    protocol: Any = None, status: Any = None) -> dict[str, Any]:
+        return self.browse.list_runs(caller, limit=limit, offset=offset, protocol_uri=protocol,
+                                     status=status)
+
+    def run_detail(self, run_id: Any, caller: Caller = Caller()) -> dict[str, Any]:
+        return self.browse.run(run_id, caller)
+
+    def browse_entries(self, caller: Caller = Caller(), *, kind: Any = "experience",
+                       category: Any = None, limit: Any = 20, offset: Any = 0
+                       ) -> dict[str, Any]:
+        return self.browse.list_entries(caller, kind=kind, category=category, limit=limit,
+                                        offset=offset)
 
     def index_records(self, kind: str, ids: list[str]) -> int:
         """(Re)index records of a kind by id; returns how many. Embeds before writing, and

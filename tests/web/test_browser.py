@@ -1,0 +1,192 @@
+"""The web UI in a real browser: Debian's chromium driven by Playwright against a real
+server on a loopback port, on the test's store (SQLite or PostgreSQL)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from sqlalchemy import update
+
+from kairos.api import create_app
+from kairos.service import Caller, Kairos
+from kairos.store import schema as t
+from tests.web.harness import browser, chromium_path, serve_in_thread
+
+if chromium_path() is None:
+    if os.environ.get("CI"):
+        raise RuntimeError("chromium is missing: CI must run the browser tests (scripts/browser)")
+    pytest.skip("chromium is not installed (scripts/browser installs it)",
+                allow_module_level=True)
+
+RELEASE = """# Browser release check
+
+## Build
+Build the release artifacts.
+
+PROOF OF WORK: make build
+
+## Confirm
+Ask the person in charge.
+
+PROOF OF WORK: user_input "Ship it?"
+
+## Publish
+Publish through the release tool.
+
+PROOF OF WORK: mcp release_tool
+
+## Notes
+Write down what was released and where it went.
+
+PROOF OF WORK: comment min_length=20
+"""
+BROKEN = RELEASE.replace("PROOF OF WORK: mcp release_tool",
+                         '```json\n{"challenge": {"type": "telepathy"}}\n```')
+TIMEOUT = 15_000
+
+
+@pytest.fixture(scope="module")
+def chromium() -> Iterator[Any]:
+    with browser() as b:
+        yield b
+
+
+class Site:
+    """A served app and a fresh browser page that records every request it makes."""
+
+    def __init__(self, chromium: Any, base: str, **context: Any) -> None:
+        self.base = base
+        self.context = chromium.new_context(viewport={"width": 1280, "height": 800}, **context)
+        self.context.set_default_timeout(TIMEOUT)
+        self.page = self.context.new_page()
+        self.requests: list[str] = []
+        self.errors: list[str] = []
+        self.page.on("request", lambda r: self.requests.append(r.url))
+        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+
+    def go(self, hash_path: str) -> Any:
+        self.page.goto(f"{self.base}/{hash_path}")
+        self.page.wait_for_selector(f'main[data-ready="{hash_path.lstrip("#")}"]')
+        return self.page
+
+    def check_offline(self) -> None:
+        assert self.errors == []
+        foreign = [u for u in self.requests if not u.startswith(self.base)]
+        assert foreign == []
+
+
+@pytest.fixture
+def site(kairos: Kairos, chromium: Any) -> Iterator[Site]:
+    with serve_in_thread(create_app(kairos)) as base:
+        s = Site(chromium, base)
+        yield s
+        s.context.close()
+
+
+def test_mint_find_run_and_verify_in_the_browser(site: Site, kairos: Kairos) -> None:
+    page = site.go("#/editor")
+    page.fill("#markdown-input", BROKEN)
+    error = page.wait_for_selector('#validation .notice.bad[data-line="17"]')
+    assert "Line 17" in error.inner_text() and "telepathy" in error.inner_text()
+    assert page.locator(".gutter span.err").inner_text() == "17"
+    assert page.locator("#save").is_disabled()
+
+    page.fill("#markdown-input", RELEASE)
+    page.wait_for_selector("#validation .notice.ok")
+    assert "Browser release check (4 steps)" in page.locator("#validation").inner_text()
+    page.click("#save")
+    page.wait_for_selector("#minted-link")
+    assert kairos.browse_protocols()["total"] == 1
+
+    page = site.go("#/search?q=release+check&types=protocol")
+    match = page.wait_for_selector('tr[data-role="match"] a')
+    assert match.inner_text() == "Browser release check"
+    match.click()
+    page.wait_for_selector("text=Run it").click()
+
+    page.wait_for_selector("#exit-code")  # step 1: a shell result pasted
+    page.fill("#stdout", "built dist/app.tar.gz")
+    page.click("#submit-answer")
+    page.wait_for_selector("#confirmation")  # step 2: the person confirms
+    page.fill("#confirmation", "yes")
+    page.keyboard.press("Enter")
+    page.wait_for_selector("#mcp-result")  # step 3: an MCP result pasted
+    page.fill("#mcp-result", '{"published": true}')
+    page.click("#submit-answer")
+    page.wait_for_selector("#comment")  # step 4: a comment, sent with the attestation
+    page.fill("#comment", "Wrote down what was released and where it went: v1.2 to prod.")
+    page.click("#submit-answer")
+    page.wait_for_selector("#run-done")
+    assert "success, 4 proof(s)" in page.locator("#run-done").inner_text()
+
+    page.click("#run-link")
+    verdict = page.wait_for_selector("#verdict.ok")
+    assert "Chain verified: 4 link(s)" in verdict.inner_text()
+    assert page.locator('section.link[data-state="valid"]').count() == 4
+    run = kairos.browse_runs()["items"][0]
+    assert run["proven"] and run["outcome"] == "success"
+    site.check_offline()
+
+
+def test_a_tampered_proof_shows_the_first_broken_link(site: Site, kairos: Kairos) -> None:
+    steps = [s["uri"] for s in kairos.mint(RELEASE)["items"][0]["steps"]]
+    response = kairos.begin(steps[0])
+    answers = [{"shell": {"exit_code": 0}}, {"user_input": {"confirmation": "yes"}},
+               {"mcp": {"success": True, "result": "ok"}}]
+    for uri, body in zip(steps[1:], answers, strict=True):
+        c = response["challenge"]
+        response = kairos.next(uri, {"type": c["type"], "nonce": c["nonce"],
+                                     "proof_hash": c["proof_hash"], **body})
+    run_id = kairos.browse_runs()["items"][0]["run_id"]
+    with kairos.store.engine.begin() as conn:  # rewrite step 2's proof behind the server
+        row = conn.execute(t.proofs.select().where(t.proofs.c.run_id == run_id,
+                                                   t.proofs.c.seq == 1)).mappings().one()
+        forged = dict(row["record"], solution={"type": "user_input",
+                                               "user_input": {"confirmation": "no"}})
+        conn.execute(update(t.proofs).where(t.proofs.c.run_id == run_id, t.proofs.c.seq == 1)
+                     .values(record=forged))
+    page = site.go(f"#/run/{run_id}")
+    verdict = page.wait_for_selector("#verdict.bad")
+    assert "Chain broken at link 2" in verdict.inner_text()
+    broken = page.locator("section.link.broken")
+    assert broken.count() == 1
+    assert "Link 2 · 2. Confirm" in broken.inner_text()
+    assert "first broken link" in broken.inner_text()
+    assert [page.locator("section.link").nth(i).get_attribute("data-state")
+            for i in range(3)] == ["valid", "broken", "unchecked"]
+    site.check_offline()
+
+
+def test_an_entry_written_and_found_with_a_token(kairos: Kairos, chromium: Any) -> None:
+    with serve_in_thread(create_app(kairos, tokens={"web-secret": "team"})) as base:
+        s = Site(chromium, base)
+        try:
+            page = s.go("#/entry-new?type=experience")
+            page.wait_for_selector("#token-dialog[open]")  # the API asked for a token
+            page.fill("#token-input", "web-secret")
+            page.keyboard.press("Enter")
+            page.wait_for_selector("#f-title")
+            page.select_option("#f-category", "deployment")
+            page.fill("#f-title", "Drain the queue before deploying")
+            page.fill("#f-playbook", "Stop the workers and wait for the job queue to drain "
+                                     "before a deployment, or jobs run twice.")
+            page.click("#entry-form button[type=submit]")
+            page.wait_for_selector("#entry-link")
+
+            page = s.go("#/search?q=drain+queue+deploying&types=experience,manual")
+            hit = page.wait_for_selector("#results .card h3 a")
+            assert hit.inner_text() == "Drain the queue before deploying"
+            hit.click()
+            page.wait_for_selector("h1:has-text('Drain the queue before deploying')")
+            assert "jobs run twice" in page.locator("main").inner_text()
+
+            page = s.go("#/entries?type=experience&category=deployment")
+            assert "Drain the queue" in page.locator("main").inner_text()
+            s.check_offline()
+        finally:
+            s.context.close()
+    assert kairos.browse_entries(Caller("team"))["total"] == 1
+    assert kairos.browse_entries()["total"] == 0
