@@ -10,13 +10,14 @@ from fastapi import APIRouter, Path, Query
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException
 
+from ..domain import limits
 from ..domain.texts import URI_PREFIX
 from .models import _Closed
 from .routes import C
 
 StepId = Annotated[str, Path(description="The uuid of any step URI of the protocol.")]
 Limit = Annotated[int, Query(ge=1, le=100, description="Page size, 1–100.")]
-Offset = Annotated[int, Query(ge=0, description="Items to skip.")]
+Offset = Annotated[int, Query(ge=0, le=limits.OFFSET_MAX, description="Items to skip.")]
 
 
 class Stats(BaseModel):

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from ..domain import errors, markdown
+from ..domain import errors, limits, markdown
 from ..domain.errors import KairosError, NotFoundError, ValidationError
 from ..domain.proof import chain_hash, verify_chain
 from ..domain.texts import GENESIS_HASH
@@ -29,8 +29,9 @@ PREVIEW_LEN = 240
 def _page(limit: Any, offset: Any) -> tuple[int, int]:
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
         raise ValidationError("limit", f"an integer from 1 to {MAX_LIMIT}")
-    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
-        raise ValidationError("offset", "an integer ≥ 0")
+    if (isinstance(offset, bool) or not isinstance(offset, int)
+            or not 0 <= offset <= limits.OFFSET_MAX):
+        raise ValidationError("offset", f"an integer from 0 to {limits.OFFSET_MAX}")
     return limit, offset
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..domain import engine, errors
+from ..domain import engine, errors, limits
 from ..domain.errors import ConflictError, NotFoundError, ValidationError
 from ..domain.uris import to_uri
 from ..store.db import Store
@@ -41,7 +41,7 @@ class Listing:
         title contains it (case-insensitive), ``tag`` those with that tag, ``builtin`` adds
         the built-in ones."""
         limit = _count(limit, "limit", 1, MAX_PAGE)
-        offset = _count(offset, "offset", 0, 2**31 - 1)
+        offset = _count(offset, "offset", 0, limits.OFFSET_MAX)
         needle = re.sub(r"\s+", " ", title).strip() if title else None
         with self.store.read() as repo:
             rows, total = repo.protocol_page(caller.space, builtin=builtin, title=needle,

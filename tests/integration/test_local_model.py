@@ -28,7 +28,7 @@ def test_the_model_loads_offline_and_embeds(model: LocalEmbedder) -> None:
                            "bake sourdough bread"])
     assert vectors.shape == (3, 384)
     assert float(vectors[0] @ vectors[1]) > float(vectors[0] @ vectors[2]) + 0.2
-    assert model.model_id == "local:all-MiniLM-L6-v2:384" and model.state == "ready"
+    assert model.model_id.startswith("local:all-MiniLM-L6-v2") and model.state == "ready"
 
 
 def test_the_shipped_model_matches_its_checksums(model: LocalEmbedder) -> None:
