@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Iterator
+import socket
+from collections.abc import AsyncIterator, Iterator
+from functools import partial
 from pathlib import Path
 
+import httpx
 import pytest
 from sqlalchemy import text
 
@@ -107,3 +110,29 @@ def kairos(home: Path) -> Iterator[Kairos]:
 @pytest.fixture
 def caller() -> Caller:
     return Caller()
+
+
+#: The base URL of in-process HTTP clients (a loopback Host, as the Host check wants).
+BASE = "http://127.0.0.1:8765"
+
+
+@pytest.fixture
+async def http(kairos: Kairos) -> AsyncIterator[httpx.AsyncClient]:
+    """The REST app (with MCP inside) in process, on the test's store."""
+    from kairos.api import create_app
+    from kairos.mcp import ServiceRef, build_server
+
+    app = create_app(kairos, mcp_factory=partial(build_server, ServiceRef.of(kairos)))
+    async with app.router.lifespan_context(app), httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app), base_url=BASE) as client:
+        yield client
+
+
+def loopback_socket() -> tuple[socket.socket, int]:
+    """A socket bound to a free port of 127.0.0.1 and listening, before any server starts
+    on it: clients may connect at once (the kernel queues them)."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(128)
+    return sock, int(sock.getsockname()[1])

@@ -5,31 +5,18 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
-from functools import partial
 from typing import Any
 
-import httpx
 import pytest
 from mcp import Client
 
-from kairos.api import create_app
 from kairos.mcp import ServiceRef, build_server, local_identity
 from kairos.service import Kairos
-
-BASE = "http://127.0.0.1:8765"
 
 
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
-
-
-@pytest.fixture
-async def http(kairos: Kairos) -> AsyncIterator[httpx.AsyncClient]:
-    app = create_app(kairos, mcp_factory=partial(build_server, ServiceRef.of(kairos)))
-    async with app.router.lifespan_context(app), httpx.AsyncClient(
-            transport=httpx.ASGITransport(app=app), base_url=BASE) as client:
-        yield client
 
 
 @pytest.fixture

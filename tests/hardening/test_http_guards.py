@@ -16,7 +16,7 @@ from kairos.api import create_app
 from kairos.domain import limits
 from kairos.mcp import ServiceRef, build_server
 from kairos.service import Kairos
-from tests.hardening.conftest import BASE
+from tests.conftest import BASE
 
 pytestmark = pytest.mark.anyio
 JSON = {"content-type": "application/json"}

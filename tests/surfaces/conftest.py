@@ -4,7 +4,6 @@ runs the three-step seed protocol through any surface."""
 from __future__ import annotations
 
 import contextlib
-import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -12,6 +11,7 @@ import anyio
 import pytest
 import uvicorn
 
+from tests.conftest import loopback_socket
 from tests.spec.seedkit import THREE_STEPS, shell_ok
 
 Call = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
@@ -30,11 +30,7 @@ async def live_server(app: Any) -> AsyncIterator[str]:
     The socket is bound and listening before uvicorn starts, so a client may connect at
     once: the kernel queues the connection until uvicorn accepts it. No polling, no sleep.
     """
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(128)
-    port = sock.getsockname()[1]
+    sock, port = loopback_socket()
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning",
                                            timeout_graceful_shutdown=5))
     try:

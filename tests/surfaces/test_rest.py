@@ -3,22 +3,17 @@ that bad input never reaches a 500."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from functools import partial
 from typing import Any
 
 import httpx
 import pytest
 
-from kairos.api import create_app
 from kairos.api.app import INTERNAL_BODY
-from kairos.mcp import ServiceRef, build_server
 from kairos.service import Kairos
 from tests.spec.seedkit import THREE_STEPS, shell_ok
 from tests.surfaces.conftest import run_three
 
 pytestmark = pytest.mark.anyio
-BASE = "http://127.0.0.1:8765"
 MISSING = "00000000-0000-0000-0000-00000000dead"
 
 OPERATIONS = {  # MCP tool name → REST call, so the same driver runs both surfaces
@@ -27,14 +22,6 @@ OPERATIONS = {  # MCP tool name → REST call, so the same driver runs both surf
     "kairos_next": ("POST", "/api/v1/runs/next"),
     "kairos_attest": ("POST", "/api/v1/runs/attest"),
 }
-
-
-@pytest.fixture
-async def http(kairos: Kairos) -> AsyncIterator[httpx.AsyncClient]:
-    app = create_app(kairos, mcp_factory=partial(build_server, ServiceRef.of(kairos)))
-    async with app.router.lifespan_context(app), httpx.AsyncClient(
-            transport=httpx.ASGITransport(app=app), base_url=BASE) as client:
-        yield client
 
 
 def rest(http: httpx.AsyncClient) -> Any:

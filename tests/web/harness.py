@@ -6,12 +6,13 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import socket
 import threading
 from collections.abc import Iterator
 from typing import Any
 
 import uvicorn
+
+from tests.conftest import loopback_socket
 
 CHROMIUM = os.environ.get("KAIROS_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
@@ -28,11 +29,7 @@ def chromium_path() -> str | None:
 def serve_in_thread(app: Any) -> Iterator[str]:
     """Serve ``app`` with uvicorn on a free port of 127.0.0.1; yield its base URL. The
     socket listens before uvicorn starts, so clients may connect at once."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(128)
-    port = sock.getsockname()[1]
+    sock, port = loopback_socket()
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning",
                                            timeout_graceful_shutdown=5))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)

@@ -5,8 +5,6 @@ quality over time, entries by category, the UI shell and the offline API docs.""
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator
-from functools import partial
 from typing import Any
 
 import httpx
@@ -14,28 +12,19 @@ import pytest
 from sqlalchemy import update
 
 from kairos.api import create_app
-from kairos.mcp import ServiceRef, build_server
 from kairos.service import Kairos
 from kairos.store import schema as t
+from tests.conftest import BASE
 from tests.spec.seedkit import THREE_STEPS
 from tests.surfaces.conftest import run_three
 
 pytestmark = pytest.mark.anyio
-BASE = "http://127.0.0.1:8765"
 MISSING = "00000000-0000-0000-0000-00000000dead"
 OPERATIONS = {"kairos_mint": "/api/v1/protocols", "kairos_begin": "/api/v1/runs/begin",
               "kairos_next": "/api/v1/runs/next", "kairos_attest": "/api/v1/runs/attest"}
 EXTERNAL = re.compile(r"""(?:src|href)\s*=\s*["']?\s*(?:https?:)?//|url\(\s*["']?(?:https?:)?//"""
                       r"""|@import\s+["']?(?:https?:)?//""")
 BROKEN = '# T\n\n## A\nx\n\n```json\n{"challenge": {"type": "nope"}}\n```\n'
-
-
-@pytest.fixture
-async def http(kairos: Kairos) -> AsyncIterator[httpx.AsyncClient]:
-    app = create_app(kairos, mcp_factory=partial(build_server, ServiceRef.of(kairos)))
-    async with app.router.lifespan_context(app), httpx.AsyncClient(
-            transport=httpx.ASGITransport(app=app), base_url=BASE) as client:
-        yield client
 
 
 def rest(http: httpx.AsyncClient) -> Any:
