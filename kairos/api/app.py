@@ -20,6 +20,7 @@ from starlette.exceptions import HTTPException
 
 from kairos.domain.errors import INTERNAL_ERROR
 
+from .. import version
 from ..domain.errors import NOT_FOUND, AuthError, KairosError, ValidationError
 from ..service import Kairos
 from .auth import LOCAL_HOSTS, BearerAuth, identify
@@ -134,7 +135,7 @@ def create_app(kairos: Kairos, *, tokens: Mapping[str, str] | None = None,
         async with mcp_server.session_manager.run():
             yield
 
-    app = FastAPI(title="KAIROS", version=_version(), lifespan=lifespan, docs_url=None,
+    app = FastAPI(title="KAIROS", version=version(), lifespan=lifespan, docs_url=None,
                   redoc_url=None,
                   description="A memory server for AI agents: protocols run step by step "
                               "with proof, experiences and manuals. MCP is served at /mcp.")
@@ -185,14 +186,6 @@ def create_app(kairos: Kairos, *, tokens: Mapping[str, str] | None = None,
     app.add_middleware(MetricsMiddleware, metrics=metrics)
     return app
 
-
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("kairos")
-    except PackageNotFoundError:  # pragma: no cover - running from a source tree
-        return "0"
 
 
 __all__ = ["INTERNAL_ERROR", "CatchAll", "McpFactory", "create_app"]

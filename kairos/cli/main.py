@@ -18,7 +18,7 @@ import json
 import os
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -28,6 +28,7 @@ from typer._click import exceptions as click_errors
 from typer._click.formatting import join_options
 from typer.core import TyperCommand, TyperGroup
 
+from .. import version
 from ..config import ConfigError
 from ..domain.errors import KairosError
 from . import output as out
@@ -176,18 +177,9 @@ def _json_mode(enabled: bool) -> bool:
     return enabled
 
 
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("kairos")
-    except PackageNotFoundError:  # pragma: no cover - running from a source tree
-        return "0"
-
-
 def _show_version(value: bool) -> None:
     if value:
-        out.line(f"kairos {_version()}")
+        out.line(f"kairos {version()}")
         raise typer.Exit()
 
 
@@ -648,14 +640,21 @@ def update(
     text = _read(file)
     with _using() as k:
         result = k.update(uri, _caller(k), markdown_doc=text)
+    _report_batch(result, as_json, "updated", lambda r: (
+        _challenge_text({"type": r["challenge"]["type"], **r["challenge"]}), r["label"]))
+
+
+def _report_batch(result: dict[str, Any], as_json: bool, done: str,
+                  cells: Callable[[dict[str, Any]], tuple[str, ...]]) -> None:
+    """A batch's results (update, delete): a line per uri, errors on stderr, exit 1 when
+    any failed."""
     if as_json:
         out.as_json(result)
     for r in result["results"]:
-        if r["status"] != "updated":
+        if r["status"] != done:
             out.error(f"{r['uri']}: {r['message']} [{r['error_code']}]")
         elif not as_json:
-            out.row(r["uri"], "updated", _challenge_text({"type": r["challenge"]["type"],
-                                                          **r["challenge"]}), r["label"])
+            out.row(r["uri"], done, *cells(r))
     if result["total_failed"]:
         raise typer.Exit(1)
 
@@ -673,15 +672,8 @@ def delete(
     _json_mode(as_json)
     with _using() as k:
         result = k.delete(uris, _caller(k), protocol=protocol)
-    if as_json:
-        out.as_json(result)
-    for r in result["results"]:
-        if r["status"] != "deleted":
-            out.error(f"{r['uri']}: {r['message']} [{r['error_code']}]")
-        elif not as_json:
-            out.row(r["uri"], "deleted", f"{len(r['removed'])} step(s) removed")
-    if result["total_failed"]:
-        raise typer.Exit(1)
+    _report_batch(result, as_json, "deleted",
+                  lambda r: (f"{len(r['removed'])} step(s) removed",))
 
 
 # --- runs --------------------------------------------------------------------------------
