@@ -89,7 +89,7 @@ def search_samples(url: str | None, qs: list[str], k: Kairos | None, floor: Floo
                    *, entries: bool = False) -> dict[str, Any]:
     """kairos_search over MCP for every query; then, per query in turn, the same search in
     process and its floor. The server's queries run apart from this process's: the idle
-    threads of one torch process slow the other down on a small machine."""
+    model threads of one process slow the other down on a small machine."""
     out: dict[str, Any] = {"queries": len(qs)}
     if url is not None:
         http, errors = anyio.run(http_samples, url, qs)
