@@ -190,19 +190,6 @@ class Kairos:
         return self.browse.list_entries(caller, kind=kind, category=category, limit=limit,
                                         offset=offset)
 
-    def index_records(self, kind: str, ids: list[str]) -> int:
-        """(Re)index records of a kind by id; returns how many. Embeds before writing, and
-        stores only vectors of records unchanged since they were read."""
-        engine = self.search_engine
-        with self.store.read() as repo:
-            builder = engine.spec_builders[kind]
-            specs = [spec for i in ids if (spec := builder(repo, i)) is not None]
-        vectors = engine.embed_docs(specs)
-        if vectors is not None:
-            with self.store.write() as repo:
-                engine._store_vectors(repo, specs, vectors, engine.embedder.model_id)
-        return len(specs)
-
     def reindex(self, progress: Any = None) -> dict[str, Any]:
         """Re-embed every document with the current model."""
         return self.search_engine.backfill(progress=progress, force=True)
