@@ -96,6 +96,7 @@ class SearchService:
         self.sessions: Sessions = sessions or SessionStore()
         self._backfill_lock = threading.Lock()
         self._stop = threading.Event()
+        self._queued = threading.Event()  # set when a write stored no vectors
         self._thread: threading.Thread | None = None
         self.backfill_state = "idle"
         self.spec_builders: dict[str, Callable[[Repo, str], DocSpec | None]] = {}
@@ -148,6 +149,7 @@ class SearchService:
                                                vectors[offset:offset + n],
                                                self.embedder.model_id)
             else:
+                self._queued.set()
                 self.store.vector_index.delete(conn, [rid])
                 self.store.vector_index.touch(conn)
             offset += n
@@ -380,32 +382,46 @@ class SearchService:
         builder = self.spec_builders.get(row["kind"])
         return builder(repo, row["entity_id"]) if builder else None
 
-    def start_background(self, interval: float = 2.0) -> threading.Thread:
+    def start_background(self, interval: float = 2.0, idle: float = 60.0) -> threading.Thread:
         """Drain the queue of documents without vectors of the current model, for as long
-        as the process runs: after a model change, and whenever a remote provider that was
-        down answers again. Progress shows in ``index_state``."""
+        as the process runs: at start (a model change), right after this process queued a
+        write, every ``interval`` while the provider is still down, and every ``idle``
+        seconds otherwise (writes another replica queued). Progress: ``index_state``."""
         def work() -> None:
+            woken = False
             while not self._stop.is_set():
-                if self.provider != "none":
-                    try:
-                        probe = getattr(self.embedder, "probe", None)
-                        if probe is not None:
-                            probe()  # a remote model's dimension, once it answers
-                        if self._pending(self.embedder.model_id):
-                            self.backfill()
-                    except EmbedderUnavailable:
-                        pass  # still down: the documents stay queued
-                    except Exception as exc:  # the drain must outlive a bad moment
-                        self.backfill_state = f"error: {type(exc).__name__}: {exc}"[:200]
-                self._stop.wait(interval)
+                self._queued.clear()
+                # A wake comes from inside the queuing write's transaction, which may not
+                # have committed yet: look again one ``interval`` later.
+                busy = self._drain() or woken
+                woken = self._queued.wait(interval if busy else idle)
 
         self._thread = threading.Thread(target=work, name="kairos-drain", daemon=True)
         self._thread.start()
         return self._thread
 
+    def _drain(self) -> bool:
+        """One pass of the drain; True when documents are still waiting for vectors."""
+        if self.provider == "none":
+            return False
+        try:
+            probe = getattr(self.embedder, "probe", None)
+            if probe is not None:
+                probe()  # a remote model's dimension, once it answers
+            if not self._pending(self.embedder.model_id):
+                return False
+            self.backfill()
+            return bool(self._pending(self.embedder.model_id))
+        except EmbedderUnavailable:
+            return True  # still down: the documents stay queued
+        except Exception as exc:  # the drain must outlive a bad moment
+            self.backfill_state = f"error: {type(exc).__name__}: {exc}"[:200]
+            return True
+
     def stop(self, timeout: float = 30.0) -> None:
         """Stop background work between batches and wait for it."""
         self._stop.set()
+        self._queued.set()
         if self._thread is not None:
             self._thread.join(timeout)
 
