@@ -7,7 +7,7 @@ import json
 import re
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import resources
 from typing import Any
 
@@ -31,6 +31,10 @@ BUILTINS = {
     "00000000-0000-0000-0000-000000002001": "create_protocol.md",
     "00000000-0000-0000-0000-000000002002": "refine_search.md",
 }
+
+
+#: A protocol's search document and its vectors (None: queued), made before a write.
+Indexed = tuple[DocSpec, np.ndarray | None]
 
 
 class _Stale(Exception):
@@ -123,7 +127,7 @@ class ProtocolService:
             raise ValidationError("llm_model_id", "a string")
         limits.check_length(llm_model_id, "llm_model_id", limits.MODEL_ID_CHARS)
         drafts = self._drafts(markdown_doc)
-        return self._mint(drafts, self._embed_drafts(drafts, caller.space), caller,
+        return self._mint(drafts, self._prepare(drafts, caller.space), caller,
                           llm_model_id, force_update)
 
     def mint_many(self, docs: Sequence[str], caller: Caller, *, force_update: bool = False
@@ -136,14 +140,14 @@ class ProtocolService:
                 parsed.append(self._drafts(doc))
             except KairosError as exc:
                 parsed.append(exc)
-        vectors = iter(self._embed_drafts(
+        prepared = iter(self._prepare(
             [d for p in parsed if not isinstance(p, KairosError) for d in p], caller.space))
         out: list[dict[str, Any] | KairosError] = []
         for p in parsed:
             if isinstance(p, KairosError):
                 out.append(p)
                 continue
-            mine = [next(vectors) for _ in p]
+            mine = [next(prepared) for _ in p]
             try:
                 out.append(self._mint(p, mine, caller, None, force_update))
             except KairosError as exc:
@@ -165,26 +169,25 @@ class ProtocolService:
             seen.add(title_key(d.title))
         return drafts
 
-    def _mint(self, drafts: list[markdown.ProtocolDraft], vectors: Sequence[np.ndarray | None],
+    def _mint(self, drafts: list[markdown.ProtocolDraft], prepared: Sequence[Indexed],
               caller: Caller, llm_model_id: str | None, force_update: bool) -> dict[str, Any]:
         """Check, then commit: the duplicate checks are plain reads before the write, and
         the write guard (``SearchService.guard``) sends a mint back to check again when
         another mint in the space committed in between."""
         for _ in range(_GUARD_ATTEMPTS):
             seen = self.search.version(caller.space, "protocol") if self.search else 0
-            checks = [self._check(d, v, caller.space, force_update)
-                      for d, v in zip(drafts, vectors, strict=True)]
+            checks = [self._check(d, p, caller.space, force_update)
+                      for d, p in zip(drafts, prepared, strict=True)]
             items = []
             try:
                 with self.store.write() as repo:
                     if self.search is not None and not self.search.guard(
                             repo, caller.space, "protocol", seen):
                         raise _Stale
-                    for draft, draft_vectors, check in zip(drafts, vectors, checks,
-                                                           strict=True):
+                    for draft, indexed, check in zip(drafts, prepared, checks, strict=True):
                         items.append(self._store_draft(repo, draft, caller.space,
                                                        llm_model_id, force_update,
-                                                       vectors=draft_vectors, check=check))
+                                                       indexed=indexed, check=check))
             except _Stale:
                 continue
             except IntegrityError:
@@ -197,7 +200,7 @@ class ProtocolService:
         raise ConflictError(errors.CONFLICT, "Other writers kept changing this space; retry.",
                             field="markdown_doc")
 
-    def _check(self, draft: markdown.ProtocolDraft, vectors: np.ndarray | None, space: str,
+    def _check(self, draft: markdown.ProtocolDraft, indexed: Indexed, space: str,
                force_update: bool) -> dict[str, Any]:
         """The advisory duplicate check of a draft (a read), refusing a near-copy of
         another protocol with SIMILAR_MEMORY_FOUND unless ``force_update``."""
@@ -205,7 +208,7 @@ class ProtocolService:
             return {}
         with self.store.read() as repo:
             existing = repo.protocol_by_title(space, title_key(draft.title))
-            spec = protocol_spec("", space, draft, "")
+            spec, vectors = indexed
             check = self.search.duplicate_check(
                 "protocol", space, spec.title, spec.body,
                 existing["id"] if existing is not None else None,
@@ -224,17 +227,17 @@ class ProtocolService:
                 field="markdown_doc", line=draft.line, details=top)
         return check
 
-    def _embed_drafts(self, drafts: list[markdown.ProtocolDraft], space: str
-                      ) -> Sequence[np.ndarray | None]:
-        """Every draft's vectors from one call to the model, made before the write
-        transaction so that no writer waits on the model."""
+    def _prepare(self, drafts: list[markdown.ProtocolDraft], space: str) -> list[Indexed]:
+        """Every draft's search document and vectors, from one call to the model, made
+        before the write transaction so that no writer waits on the model."""
+        specs = [protocol_spec("", space, d, "") for d in drafts]
         if self.search is None:
-            return [None] * len(drafts)
-        return self.search.embed_each([protocol_spec("", space, d, "") for d in drafts])
+            return [(spec, None) for spec in specs]
+        return list(zip(specs, self.search.embed_each(specs), strict=True))
 
     def _store_draft(self, repo: Repo, draft: markdown.ProtocolDraft, space: str,
                      llm_model_id: str | None, force_update: bool, *,
-                     vectors: np.ndarray | None = None, check: dict[str, Any] | None = None,
+                     indexed: Indexed | None = None, check: dict[str, Any] | None = None,
                      builtin: bool = False, protocol_id: str | None = None,
                      step_ids: list[str] | None = None,
                      source_hash: str | None = None) -> dict[str, Any]:
@@ -270,8 +273,9 @@ class ProtocolService:
         repo.delete_steps(r["id"] for r in old_steps)
         repo.insert_steps(new_rows)
         repo.create_metrics(pid, space, [r["id"] for r in new_rows])
-        if self.search is not None and not builtin:
-            self.search.index(repo, [protocol_spec(pid, space, draft, stamp)], vectors)
+        if self.search is not None and indexed is not None:
+            spec, vectors = indexed
+            self.search.index(repo, [replace(spec, entity_id=pid, updated_at=stamp)], vectors)
         return {
             "uri": to_uri(new_rows[0]["id"]),
             "chain_label": draft.title,
@@ -448,14 +452,14 @@ class ProtocolService:
         raise ConflictError(errors.CONFLICT, "The protocol kept changing; retry.", field="uris")
 
     def _indexed(self, proto: Row, draft: markdown.ProtocolDraft, stamp: str
-                 ) -> tuple[DocSpec, np.ndarray | None] | None:
+                 ) -> Indexed | None:
         """A protocol's new search document and its vectors, made before the write."""
         if self.search is None or proto["space"] == BUILTIN_SPACE:
             return None
         spec = protocol_spec(proto["id"], proto["space"], draft, stamp)
         return spec, self.search.embed_docs([spec])
 
-    def _index(self, repo: Repo, indexed: tuple[DocSpec, np.ndarray | None] | None) -> None:
+    def _index(self, repo: Repo, indexed: Indexed | None) -> None:
         if indexed is not None and self.search is not None:
             self.search.index(repo, [indexed[0]], indexed[1])
 
