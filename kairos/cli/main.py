@@ -558,7 +558,7 @@ def search(
     Prints one line per choice: role, score, URI, title; the message goes to stderr."""
     _json_mode(as_json)
     with _using() as k:
-        result = {**k.search(query, _caller(k), limit=limit), **k.search_notice()}
+        result = k.search(query, _caller(k), limit=limit, notice=True)
     if as_json:
         out.as_json(result)
         return

@@ -90,8 +90,7 @@ def _obj(properties: JSON, required: list[str] | None = None, *, closed: bool = 
 
 
 def _search(k: Kairos, a: JSON, c: Call) -> JSON:
-    result = k.search(a["query"], c.caller, limit=a.get("limit"))
-    return {**result, **k.search_notice()}
+    return k.search(a["query"], c.caller, limit=a.get("limit"), notice=True)
 
 
 def _begin(k: Kairos, a: JSON, c: Call) -> JSON:

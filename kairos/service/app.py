@@ -16,7 +16,6 @@ from .browse import BrowseService
 from .entries import EntryService
 from .finding import ProtocolFinder
 from .listing import Listing
-from .notices import degraded_notice
 from .ports import Embedder
 from .protocols import Caller, ProtocolService
 from .runs import RunService
@@ -54,13 +53,10 @@ class Kairos:
 
     # search
     def search(self, query: Any, caller: Caller = Caller(), *,
-               limit: Any = None) -> dict[str, Any]:
-        """kairos_search: matching protocols, then the refine and create choices."""
-        return self.finder.kairos_search(query, caller, limit=limit)
-
-    def search_notice(self) -> dict[str, Any]:
-        """What to add to a kairos_search answer served from text alone (else {})."""
-        return degraded_notice(self.search_engine)
+               limit: Any = None, notice: bool = False) -> dict[str, Any]:
+        """kairos_search: matching protocols, then the refine and create choices; with
+        ``notice``, plus ``degraded`` and the provider when text alone served it."""
+        return self.finder.kairos_search(query, caller, limit=limit, notice=notice)
 
     # protocols
     def mint(self, markdown_doc: Any, caller: Caller = Caller(), *,

@@ -40,7 +40,8 @@ class ProtocolFinder:
         self.search = search
         self.threshold = threshold
 
-    def kairos_search(self, query: Any, caller: Caller, *, limit: Any = None) -> dict[str, Any]:
+    def kairos_search(self, query: Any, caller: Caller, *, limit: Any = None,
+                      notice: bool = False) -> dict[str, Any]:
         text = check_query(query)
         top_n = check_limit(limit)
         ranked = self.search.rank(text, space=caller.space, kinds=("protocol",), boosts=True)
@@ -50,4 +51,10 @@ class ProtocolFinder:
         matches = [Match(to_uri(p["step_id"]), p["label"], p["title"], hit.score, list(p["tags"]))
                    for hit in hits
                    if (p := found.get(hit.entity_id)) is not None and not p["builtin"]]
-        return search_response(matches)
+        response = search_response(matches)
+        if notice and ranked.degraded:
+            # Seed 000 has no place for the provider: on request (the MCP tool, the command
+            # line), the unified search's fields (seed 002) say that text alone served it.
+            response |= {"degraded": True, "search_mode": ranked.mode,
+                         "provider": self.search.provider, "provider_hint": ranked.hint}
+        return response
