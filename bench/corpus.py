@@ -65,10 +65,11 @@ class Item:
     page: Page
     title: str
     base: Item | None = None  # the page a synthetic variant varies
+    described: bool = False   # the page's description as the protocol's introduction
 
     @property
     def markdown(self) -> str:
-        return protocol_markdown(self.page, with_description=False, title=self.title)
+        return protocol_markdown(self.page, with_description=self.described, title=self.title)
 
 
 @dataclass

@@ -9,6 +9,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from kairos.domain.limits import Limits
+
+_LABEL_CHARS = Limits().label_chars  # a few tldr examples' descriptions are longer
+
 DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "tldr" / "pages.jsonl"
 
 
@@ -48,7 +52,10 @@ def protocol_markdown(page: Page, *, with_description: bool = True,
         cmd = _plain(ex["command"]).replace("\n", " ")
         block = json.dumps({"challenge": {"type": "shell", "shell": {
             "cmd": cmd, "timeout_seconds": 60}}}, ensure_ascii=False)
-        lines += [f"## {label}", "", f"`{cmd}`", "", "```json", block, "```", ""]
+        # A label over the step-label limit: its first words head the step, all of it below.
+        head = label if len(label) <= _LABEL_CHARS else label[:_LABEL_CHARS].rsplit(" ", 1)[0]
+        intro = [label, ""] if head != label else []
+        lines += [f"## {head}", "", *intro, f"`{cmd}`", "", "```json", block, "```", ""]
     return "\n".join(lines)
 
 

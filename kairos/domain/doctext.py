@@ -1,21 +1,29 @@
-"""What KAIROS embeds and indexes for a protocol, and how a query is normalised.
+"""What KAIROS embeds and indexes for a record, and how a query is normalised: the one place
+where a record's search text is written.
 
-The recipe was chosen on the tldr "describe → find" benchmark (a training figure there);
-every choice below is one that measurably helped there:
+Chosen on the tuning half of the held-out requests (``bench/requests_eval.py``), one idea at
+a time:
 
-* three kinds of vectors per protocol: a *summary* ("<title>: how to <label>; <label>;
-  ..."), a *full* text ("<title>: how to <label> (<content>); ...") and one vector per
-  step ("<label>: <content>"); the step vectors give the best-matching step and the first
-  step, which usually states what the procedure is for. The "how to" phrasing with
-  ";"-joined labels scored 1-2 points of recall@1 above plain concatenation;
-* the text index has three columns, title / step labels / step contents, so bm25() can
-  weight them (see ``scoring.BM25_COLUMN_WEIGHTS``);
+* **a protocol is one vector**, "<title>: <intro> how to <label>; <label>; ...". Its
+  cosine alone put the right protocol first for 0.734 of the tuning requests and in the top
+  five for 0.911, against 0.665 / 0.905 for the earlier mix of four cosines (a summary, a
+  full text with every step body, the best-matching step, the first step), and it separates
+  off-topic requests better. It is also the cheapest: about 80 word pieces to embed per
+  protocol instead of about 380, and one vector to scan instead of seven. When its steps
+  say more in words than their labels (a body without code or challenge: tldr steps have
+  none, their bodies are commands, which the text index keeps), a vector of
+  "... how to <label> (<words>); ..." comes first, and the better cosine of the two counts;
+* a knowledge entry has three vectors, "<title>: <body>", its title and its body, so a
+  request that names only the title finds it as well as one about its body;
+* the first vector of every record is its fullest text: the duplicate check compares
+  first vectors;
+* the text index has three columns, title / step labels / body, so bm25() can weight them
+  (see ``scoring.BM25_COLUMN_WEIGHTS``);
 * template noise is removed before embedding or indexing: ``{{placeholders}}`` and tldr
   style ``[c]reate`` mnemonics lose their braces and brackets, markdown links keep their
   text, whitespace is collapsed;
 * a query loses its trailing sentence punctuation before it is embedded: MiniLM's mean
-  pooling counts the final "." as a token, and dropping it moved recall@1 from 0.444 to
-  0.468 on the benchmark with the same documents.
+  pooling counts the final "." as a token.
 
 Pure functions, no I/O.
 """
@@ -28,15 +36,18 @@ from dataclasses import dataclass
 
 __all__ = [
     "MAX_CONTENT_CHARS",
+    "RECIPE",
     "STOPWORDS",
     "DocText",
-    "build_doc_text",
     "clean",
+    "document",
     "embedding_query",
     "fts5_match",
     "query_terms",
+    "same_title",
     "step_prose",
     "step_search_body",
+    "step_words",
 ]
 
 #: Step contents longer than this are cut before embedding and indexing: a long body would
@@ -69,18 +80,24 @@ _POW_LINE = re.compile(r"^[^\w\n]*proof\s+of\s+work[^\w\n]*:[^\n]*$",
 
 @dataclass(frozen=True, slots=True)
 class DocText:
-    """Everything the indexes need for one protocol.
+    """What the indexes hold of one record: ``vectors``, the texts embedded (one vector
+    each, in this order), and ``title``, ``labels`` and ``body``, the three full-text
+    columns."""
 
-    ``summary``, ``full`` and ``steps`` are embedded (``steps`` one vector each, in step
-    order); ``title``, ``labels`` and ``contents`` are the three full-text columns.
-    """
-
-    summary: str
-    full: str
-    steps: tuple[str, ...]
+    vectors: tuple[str, ...]
     title: str
     labels: str
-    contents: str
+    body: str
+
+
+#: Changes whenever ``document`` embeds different texts: a store indexed under another
+#: recipe is re-embedded in the background (``SearchService``), as after a model change.
+RECIPE = "2"
+
+#: A protocol's vector text is cut here; MiniLM reads at most 256 word pieces anyway.
+MAX_VECTOR_CHARS = 2000
+#: An entry's "<title>: <body>" vector text is cut here.
+MAX_ENTRY_CHARS = 1200
 
 
 def clean(text: str) -> str:
@@ -95,25 +112,28 @@ def _lower_first(text: str) -> str:
     return text[:1].lower() + text[1:]
 
 
-def build_doc_text(title: str, step_labels: Sequence[str],
-                   step_contents: Sequence[str]) -> DocText:
-    """The texts to embed and to index for a protocol.
-
-    ``step_labels`` are the H2 headings; ``step_contents`` the matching step bodies, or what
-    best says what the step does (for a shell challenge, its command). Both sequences are
-    read pairwise; a missing content counts as empty.
-    """
-    t = clean(title)
-    labels = [clean(label) for label in step_labels]
-    contents = [clean(c)[:MAX_CONTENT_CHARS] for c in step_contents]
-    contents += [""] * (len(labels) - len(contents))
-    pairs = list(zip(labels, contents, strict=False))
-    summary = f"{t}: how to " + "; ".join(_lower_first(lbl) for lbl in labels) if labels else t
-    full = f"{t}: how to " + "; ".join(
-        _lower_first(f"{lbl} ({c})" if c else lbl) for lbl, c in pairs) if pairs else t
-    steps = tuple(f"{lbl}: {c}" if c else lbl for lbl, c in pairs) or (t,)
-    return DocText(summary=summary, full=full, steps=steps, title=t,
-                   labels=" ".join(labels), contents=" ".join(c for c in contents if c))
+def document(title: str, intro: str = "", steps: Sequence[tuple[str, str]] = ()) -> DocText:
+    """The search text of a record: a protocol (``intro`` is the text before its first
+    step; ``steps`` are (label, body) pairs, the body as written, challenge included) or,
+    without steps, a knowledge entry (``intro`` is its body)."""
+    t, text = clean(title), clean(intro)
+    if not steps:
+        return DocText(vectors=(f"{t}: {text}"[:MAX_ENTRY_CHARS] if text else t, t,
+                                text[:MAX_CONTENT_CHARS] or t),
+                       title=t, labels="", body=text)
+    labels = [clean(label) for label, _ in steps]
+    contents = [c for _, body in steps if (c := clean(step_search_body(body))
+                                           [:MAX_CONTENT_CHARS])]
+    words = [step_words(body)[:MAX_CONTENT_CHARS] for _, body in steps]
+    head = f"{t}: {text} how to " if text else f"{t}: how to "
+    summary = head + "; ".join(_lower_first(label) for label in labels if label)
+    vectors: tuple[str, ...] = (summary[:MAX_VECTOR_CHARS],)
+    if any(words):  # the fullest text first: the duplicate check compares first vectors
+        said = head + "; ".join(_lower_first(f"{label} ({w})" if w else label)
+                                for label, w in zip(labels, words, strict=True) if label or w)
+        vectors = (said[:MAX_VECTOR_CHARS], *vectors)
+    return DocText(vectors=vectors, title=t, labels=" ".join(labels),
+                   body="\n".join(filter(None, [text, " ".join(contents)])))
 
 
 def drop_json_blocks(text: str, *, objects_only: bool = False) -> str:
@@ -143,6 +163,15 @@ def step_search_body(content: str) -> str:
                     .replace("`", " ").split())
 
 
+_CODE_SPAN = re.compile(r"`[^`\n]*`")
+_CODE_BLOCK = re.compile(r"```.*?(?:```|\Z)", re.DOTALL)
+
+
+def step_words(content: str) -> str:
+    """A step's body in words: without fenced blocks, code spans or challenge lines."""
+    return clean(_CODE_SPAN.sub(" ", _POW_LINE.sub("", _CODE_BLOCK.sub(" ", content))))
+
+
 def step_prose(label: str, content: str) -> str:
     """What a step asks for in words: its label and body without any challenge line or
     block (a comment is judged against this, not against ``min_length=20``)."""
@@ -154,6 +183,12 @@ def step_prose(label: str, content: str) -> str:
 def embedding_query(query: str) -> str:
     """The query as it is embedded: cleaned, without trailing sentence punctuation."""
     return clean(query).rstrip(" .!?;:,")  # clean() leaves no whitespace but single spaces
+
+
+def same_title(query: str, title: str) -> bool:
+    """Whether a query is the title, letter for letter once case, template noise, spacing
+    and trailing punctuation are set aside."""
+    return embedding_query(query).casefold() == embedding_query(title).casefold()
 
 
 def query_terms(query: str) -> list[str]:

@@ -26,8 +26,9 @@ from .embedders import EmbedderUnavailable
 from .sessions import Sessions, SessionStore
 
 CANDIDATES = 100
-#: Duplicates compare like with like: the full-text vector (seq 1) of both records.
-DUPLICATE_SEQ = 1
+#: Duplicates compare like with like: the first vector of both records, which stands for
+#: the whole record (``doctext.document``).
+DUPLICATE_SEQ = 0
 _WORDS = re.compile(r"\w+", re.UNICODE)
 
 
@@ -39,8 +40,7 @@ def jaccard(a: str, b: str) -> float:
 @dataclass(frozen=True)
 class DocSpec:
     """A searchable record: the three full-text columns (title, step labels, body) and
-    the texts whose vectors stand for it, in ``seq`` order: summary, full text, then one
-    per step (``domain.doctext``)."""
+    the texts whose vectors stand for it, in ``seq`` order (``domain.doctext.document``)."""
 
     kind: str
     entity_id: str
@@ -61,13 +61,10 @@ class DocSpec:
 
 def entry_spec(kind: str, entity_id: str, space: str, title: str, body: str, updated_at: str,
                **extra: Any) -> DocSpec:
-    """A knowledge entry in the protocol recipe: its title as the summary, title and body
-    as the full text, the body as its one step."""
-    text = doctext.clean(body)
+    """A knowledge entry as search sees it (``domain.doctext.document`` without steps)."""
+    doc = doctext.document(title, body)
     return DocSpec(kind=kind, entity_id=entity_id, space=space, title=title, body=body,
-                   vector_texts=(title, f"{title}: {text}"[:1200],
-                                 text[:doctext.MAX_CONTENT_CHARS] or title),
-                   updated_at=updated_at, **extra)
+                   vector_texts=doc.vectors, updated_at=updated_at, **extra)
 
 
 @dataclass
@@ -224,7 +221,8 @@ class SearchService:
             rid = row["rid"]
             d = dense.get(rid)
             txt = None if text is None else text.get(rid, 0.0)
-            score = scoring.calibrated_score(d, txt)
+            score = scoring.apply_title_match(scoring.calibrated_score(d, txt),
+                                              doctext.same_title(query, row["title"]))
             wins, losses = row.pop("successes", None), row.pop("failures", None)
             if wins is not None:
                 score = scoring.apply_outcome_boost(score, scoring.outcome_boost(wins, losses))
@@ -325,7 +323,7 @@ class SearchService:
         with self._backfill_lock:
             self.backfill_state = "running"
             started = time.perf_counter()
-            todo = self._pending(model_id, everything=force)
+            todo = self._pending(model_id, everything=force or self._recipe_changed())
             done = 0
             try:
                 for i in range(0, len(todo), batch):
@@ -347,10 +345,24 @@ class SearchService:
                 if done == len(todo):
                     with self.store.write() as repo:
                         _set_meta(repo.conn, "model_id", model_id)
+                        _set_meta(repo.conn, "recipe", doctext.RECIPE)
             finally:
                 self.backfill_state = "idle"
             return {"embedded": done, "model_id": model_id,
                     "seconds": round(time.perf_counter() - started, 3)}
+
+    def _recipe_changed(self) -> bool:
+        """True when the store's vectors were embedded from other texts than
+        ``doctext.document`` writes now (a store written by an earlier version). A store
+        that has recorded no recipe has only written this one (migration 0007 marks older
+        stores): it records it now."""
+        with self.store.read() as repo:
+            recipe = _get_meta(repo.conn, "recipe")
+        if recipe is None:
+            with suppress(IntegrityError), self.store.write() as repo:
+                repo.conn.execute(insert(t.index_meta).values(key="recipe", value=doctext.RECIPE))
+            return False
+        return recipe != doctext.RECIPE
 
     def _pending(self, model_id: str, *, everything: bool = False) -> list[int]:
         d, v = t.search_docs.c, t.search_vectors.c
@@ -408,7 +420,7 @@ class SearchService:
             probe = getattr(self.embedder, "probe", None)
             if probe is not None:
                 probe()  # a remote model's dimension, once it answers
-            if not self._pending(self.embedder.model_id):
+            if not self._pending(self.embedder.model_id) and not self._recipe_changed():
                 return False
             self.backfill()
             return bool(self._pending(self.embedder.model_id))

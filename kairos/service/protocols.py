@@ -79,22 +79,18 @@ def _step_row(step_id: str, protocol_id: str, space: str, position: int,
 
 def protocol_spec(protocol_id: str, space: str, draft: markdown.ProtocolDraft,
                   updated_at: str) -> DocSpec:
-    """What search sees of a protocol (``domain.doctext``): its title, its step labels, and
-    per step the body with each challenge reduced to its command, tool or prompt. The
-    intro joins the full text and the body column."""
-    contents = []
+    """What search sees of a protocol (``domain.doctext.document``); a challenge's
+    command, tool or prompt joins its step's body when the body does not show it."""
+    steps = []
     for step in draft.steps:
-        body = doctext.step_search_body(step.content)
         params = step.challenge.params
         detail = str(params.get("cmd") or params.get("tool_name") or params.get("prompt") or "")
-        contents.append(body if detail in body else f"{body} {detail}".strip())
-    doc = doctext.build_doc_text(draft.title, [s.label for s in draft.steps], contents)
-    intro = doctext.clean(draft.intro)
-    full = f"{doc.title}: {intro}; {doc.full[len(doc.title) + 2:]}" if intro else doc.full
-    return DocSpec(
-        kind="protocol", entity_id=protocol_id, space=space, title=draft.title,
-        labels=doc.labels, body="\n".join(filter(None, [intro, doc.contents])),
-        vector_texts=(doc.summary, full[:2000], *doc.steps), updated_at=updated_at)
+        body = step.content if detail in step.content else f"{step.content}\n`{detail}`"
+        steps.append((step.label, body))
+    doc = doctext.document(draft.title, draft.intro, steps)
+    return DocSpec(kind="protocol", entity_id=protocol_id, space=space, title=draft.title,
+                   labels=doc.labels, body=doc.body, vector_texts=doc.vectors,
+                   updated_at=updated_at)
 
 
 class ProtocolService:

@@ -7,27 +7,38 @@ import sqlite3
 from kairos.domain import doctext
 
 
-def test_doc_text_recipe() -> None:
-    d = doctext.build_doc_text(
-        "tar", ["[c]reate an archive from [f]iles", "E[x]tract an archive"],
-        ["tar cf {{path/to/target.tar}} {{file1 file2}}", "tar xf {{source.tar}}"])
-    assert d.summary == "tar: how to create an archive from files; extract an archive"
-    assert d.full == ("tar: how to create an archive from files (tar cf path/to/target.tar "
-                      "file1 file2); extract an archive (tar xf source.tar)")
-    assert d.steps == ("create an archive from files: tar cf path/to/target.tar file1 file2",
-                       "Extract an archive: tar xf source.tar")
+def test_a_protocol_of_commands_is_one_vector_text_and_three_columns() -> None:
+    d = doctext.document(
+        "tar", "Archiving utility.",
+        [("[c]reate an archive from [f]iles", "`tar cf {{path/to/target.tar}} {{file1 file2}}`"),
+         ("E[x]tract an archive", "`tar xf {{source.tar}}`")])
+    assert d.vectors == ("tar: Archiving utility. how to create an archive from files; "
+                         "extract an archive",)
     assert d.title == "tar"
     assert d.labels == "create an archive from files Extract an archive"
-    assert d.contents == "tar cf path/to/target.tar file1 file2 tar xf source.tar"
+    assert d.body == "Archiving utility.\ntar cf path/to/target.tar file1 file2 tar xf source.tar"
 
 
-def test_doc_text_without_contents_or_steps() -> None:
-    d = doctext.build_doc_text("Check in", ["Say hello"], [])
-    assert d.steps == ("Say hello",)
-    assert d.full == "Check in: how to say hello"
-    empty = doctext.build_doc_text("Lonely title", [], [])
-    assert empty.summary == empty.full == "Lonely title"
-    assert empty.steps == ("Lonely title",)
+def test_steps_that_say_more_in_words_lead_with_a_fuller_vector() -> None:
+    d = doctext.document("Renew TLS certificates", "", [
+        ("Renew", "Rotate the kafka broker keystore.\n\nPROOF OF WORK: comment min_length=20"),
+        ("Check", "`openssl x509 -noout -dates`")])
+    assert d.vectors == ("Renew TLS certificates: how to renew (Rotate the kafka broker "
+                         "keystore.); check", "Renew TLS certificates: how to renew; check")
+
+
+def test_a_protocol_without_intro_or_step_bodies() -> None:
+    d = doctext.document("Check in", "", [("Say hello", "")])
+    assert d.vectors == ("Check in: how to say hello",)
+    assert d.body == ""
+
+
+def test_an_entry_leads_with_title_and_body_then_each_alone() -> None:
+    d = doctext.document("Flaky pytest in CI", "Rerun with -p no:randomly to find the order.")
+    assert d.vectors == ("Flaky pytest in CI: Rerun with -p no:randomly to find the order.",
+                         "Flaky pytest in CI", "Rerun with -p no:randomly to find the order.")
+    assert d.labels == ""
+    assert doctext.document("Lonely title").vectors == ("Lonely title",) * 3
 
 
 def test_clean_keeps_link_text_and_drops_fences() -> None:
@@ -35,9 +46,11 @@ def test_clean_keeps_link_text_and_drops_fences() -> None:
     assert doctext.clean("```bash\nmake   all\n```") == "make all"
 
 
-def test_long_contents_are_cut() -> None:
-    d = doctext.build_doc_text("t", ["l"], ["x" * 5000])
-    assert len(d.contents) == doctext.MAX_CONTENT_CHARS
+def test_long_texts_are_cut() -> None:
+    d = doctext.document("t", "", [("l", "x" * 5000)])
+    assert len(d.body) == doctext.MAX_CONTENT_CHARS
+    assert len(doctext.document("t", "y " * 5000, [("l", "")]).vectors[0]) == (
+        doctext.MAX_VECTOR_CHARS)
 
 
 def test_embedding_query_drops_trailing_punctuation() -> None:

@@ -45,13 +45,9 @@ def test_score_rises_with_text_evidence(mode: str) -> None:
         assert all(a < b for a, b in itertools.pairwise(scores))
 
 
-def test_dense_evidence_is_a_weighted_mean_of_cosines() -> None:
-    assert math.isclose(sum(scoring.DENSE_WEIGHTS), 1.0)
-    assert all(w >= 0 for w in scoring.DENSE_WEIGHTS)
-    for c in (-1.0, 0.0, 0.37, 1.0):
-        assert math.isclose(scoring.dense_evidence(c, c, c, c), c, abs_tol=1e-12)
-    arr = scoring.dense_evidence(*(np.full(3, 0.5, dtype=np.float32),) * 4)
-    assert np.allclose(arr, 0.5)
+def test_dense_evidence_is_the_best_cosine() -> None:
+    assert scoring.dense_of(np.array([0.2, 0.7, -0.1], dtype=np.float32)) == pytest.approx(0.7)
+    assert scoring.dense_of(np.array([], dtype=np.float32)) == 0.0
 
 
 def test_dense_segments_scores_each_document_from_its_own_vectors_only() -> None:
@@ -149,8 +145,8 @@ def _text_evidence(query: str) -> dict[str, float] | None:
     db.execute("CREATE VIRTUAL TABLE doc USING fts5(name UNINDEXED, title, labels, contents, "
                "tokenize='porter unicode61 remove_diacritics 2')")
     for name, (title, labels, contents) in PROTOCOLS.items():
-        d = doctext.build_doc_text(title, labels, contents)
-        db.execute("INSERT INTO doc VALUES (?,?,?,?)", (name, d.title, d.labels, d.contents))
+        d = doctext.document(title, "", list(zip(labels, contents, strict=True)))
+        db.execute("INSERT INTO doc VALUES (?,?,?,?)", (name, d.title, d.labels, d.body))
     terms = doctext.query_terms(query)
     match = doctext.fts5_match(terms)
     if match is None:

@@ -1,0 +1,123 @@
+"""Fit the constants of ``kairos.domain.scoring`` on the tuning half of the held-out
+requests, from the real engine's raw evidence:
+
+    python bench/requests_eval.py --split tune --evidence bench/results/evidence_tune.jsonl
+    python bench/calibrate.py bench/results/evidence_tune.jsonl
+
+For each mode (hybrid: dense + w * text; vector only: dense; text only: text) it prints
+
+* ``w``, the text weight of the hybrid evidence that ranks best (recall@1 + recall@5);
+* ``z*``, the match boundary: the evidence that the best candidate of at most one
+  off-topic request in ten reaches (so at least 90 % of them match nothing);
+* ``a``, the maximum-likelihood slope of "the top candidate is a right answer" under
+  ``score = sigmoid(a * (z - z*) + logit(MATCH_THRESHOLD))``;
+
+and the ``Calibration(dense, text, bias)`` that ``scoring`` takes. Only the tuning half is
+read here; the test half is for reporting (``requests_eval.py --split test``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from kairos.domain.scoring import MATCH_THRESHOLD
+
+OFF_TOPIC_MATCHING = 0.10  # at most this share of off-topic requests may match
+
+
+def load(path: Path) -> list[dict]:
+    rows = [json.loads(line) for line in path.read_text("utf-8").splitlines() if line]
+    if any(r["split"] != "tune" for r in rows):
+        sys.exit("calibrate.py reads the tuning half only")
+    return rows
+
+
+def evidence(rows: list[dict], mode: str, w: float) -> list[tuple[list[str], np.ndarray]]:
+    """Per request: candidate pages and their evidence z in this mode, best first."""
+    out = []
+    for r in rows:
+        cands = [(p, d, t) for p, d, t in r["candidates"]
+                 if (mode != "text" or (t or 0) > 0) and (mode == "text" or d is not None)]
+        z = np.array([(d or 0.0) + w * (t or 0.0) if mode == "hybrid" else
+                      (d or 0.0) if mode == "vector" else (t or 0.0) for _, d, t in cands])
+        order = np.argsort(-z, kind="stable")
+        out.append(([cands[i][0] for i in order], z[order]))
+    return out
+
+
+def recall(rows: list[dict], ranked: list[tuple[list[str], np.ndarray]]) -> tuple[float, float]:
+    r1 = r5 = 0
+    n = 0
+    for r, (pages, _) in zip(rows, ranked, strict=True):
+        if not r["expected"]:
+            continue
+        n += 1
+        ranks = [i for i, p in enumerate(pages[:5]) if p in set(r["expected"])]
+        r1 += bool(ranks and ranks[0] == 0)
+        r5 += bool(ranks)
+    return r1 / n, r5 / n
+
+
+def boundary(rows: list[dict], ranked: list[tuple[list[str], np.ndarray]]) -> float:
+    tops = sorted(z[0] if len(z) else -1.0 for r, (_, z) in zip(rows, ranked, strict=True)
+                  if not r["expected"])
+    allowed = math.floor(OFF_TOPIC_MATCHING * len(tops))
+    # Just above the best off-topic candidate that must not match.
+    return float(tops[len(tops) - allowed - 1]) + 1e-4
+
+
+def slope(rows: list[dict], ranked: list[tuple[list[str], np.ndarray]], z_star: float) -> float:
+    x, y = [], []
+    for r, (pages, z) in zip(rows, ranked, strict=True):
+        if r["expected"] and len(z):
+            x.append(z[0] - z_star)
+            y.append(pages[0] in set(r["expected"]))
+    xs, ys = np.array(x), np.array(y, dtype=float)
+    base = math.log(MATCH_THRESHOLD / (1 - MATCH_THRESHOLD))
+    best, best_ll = 1.0, -math.inf
+    for a in np.arange(0.5, 30.0, 0.05):
+        p = 1 / (1 + np.exp(-(a * xs + base)))
+        ll = float(np.sum(ys * np.log(p + 1e-12) + (1 - ys) * np.log(1 - p + 1e-12)))
+        if ll > best_ll:
+            best, best_ll = float(a), ll
+    return best
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("evidence", type=Path)
+    rows = load(parser.parse_args().evidence)
+    weights = np.round(np.arange(0.0, 1.01, 0.05), 2)
+    scored = [(sum(recall(rows, evidence(rows, "hybrid", w))), -w, w) for w in weights]
+    w = max(scored)[2]
+    base = math.log(MATCH_THRESHOLD / (1 - MATCH_THRESHOLD))
+    for mode in ("hybrid", "vector", "text"):
+        ranked = evidence(rows, mode, w)
+        r1, r5 = recall(rows, ranked)
+        z_star = boundary(rows, ranked)
+        a = slope(rows, ranked, z_star)
+        dense = a if mode != "text" else 0.0
+        text = a * w if mode == "hybrid" else a if mode == "text" else 0.0
+        labelled = [(p, z) for r, (p, z) in zip(rows, ranked, strict=True) if r["expected"]]
+        cleared = sum(1 for (pages, z), r in zip(labelled, [r for r in rows if r["expected"]],
+                                                 strict=True)
+                      if any(p in set(r["expected"]) and zz >= z_star
+                             for p, zz in zip(pages[:5], z[:5], strict=False)))
+        print(f"{mode:7s} w={w if mode == 'hybrid' else '-'} recall@1 {r1:.3f} recall@5 {r5:.3f}"
+              f"  z*={z_star:.4f} a={a:.2f}  right answer in top 5 and over z*: "
+              f"{cleared}/{len(labelled)}")
+        print(f"        Calibration(dense={dense:.3f}, text={text:.3f}, "
+              f"bias={base - a * z_star:.3f})")
+
+
+if __name__ == "__main__":
+    main()
