@@ -16,13 +16,17 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 import shutil
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+import anyio
 import numpy as np
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
 from rich.console import Console
 from rich.table import Table
 
@@ -51,6 +55,19 @@ def plain_doc(page: Page) -> str:
     return f"{page.name}: {page.description} {steps}".replace("{{", "").replace("}}", "")
 
 
+async def fresh_search(home: Path, query: str) -> list[str]:
+    """kairos_search as the first call of a `kairos mcp` process started for it: the
+    matches' URIs."""
+    params = StdioServerParameters(command=sys.executable, args=["-m", "kairos.cli.main", "mcp"],
+                                   env={**os.environ, "KAIROS_HOME": str(home)})
+    with open(os.devnull, "w") as errlog:
+        async with stdio_client(params, errlog=errlog) as (r, w), ClientSession(r, w) as s:
+            await s.initialize()
+            result = await s.call_tool("kairos_search", {"query": query})
+    choices = (result.structured_content or {}).get("choices", [])
+    return [c["uri"] for c in choices if c["role"] == "match"]
+
+
 def _rank_of(order: list[str], expected: set[str]) -> int | None:
     return next((i + 1 for i, pid in enumerate(order[:10]) if pid in expected), None)
 
@@ -60,6 +77,9 @@ def main() -> None:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--split", choices=("tune", "test", "all"), default="tune")
     parser.add_argument("--json", type=Path, default=None, help="also write the figures here")
+    parser.add_argument("--fresh", type=int, default=0, metavar="N",
+                        help="also ask the first N labelled requests each of a freshly "
+                             "started `kairos mcp` (stdio, official MCP client), at once")
     parser.add_argument("--evidence", type=Path, default=None,
                         help="write each request's candidates with the engine's raw evidence "
                              "(dense, text) here, for bench/calibrate.py")
@@ -104,6 +124,8 @@ def main() -> None:
                     no_match.append(not found)
         finally:
             k.close()
+        fresh = [anyio.run(fresh_search, corpus.home, str(r["query"]))
+                 for r in labelled[:args.fresh]]
     finally:
         shutil.rmtree(root, ignore_errors=True)
     if args.evidence:
@@ -145,6 +167,17 @@ def main() -> None:
         f"kairos_search − cosine: recall@1 {ours['recall@1'] - base['recall@1']:+.3f}, "
         f"recall@5 {ours['recall@5'] - base['recall@5']:+.3f}; off-topic with no match: "
         f"{sum(no_match)}/{len(no_match)}; search p50 {result['search_ms']['p50_ms']:.1f} ms")
+    if fresh:
+        fresh_ranks = [_rank_of([page_of.get(u, "?") for u in found], set(r["expected"]))
+                       for found, r in zip(fresh, labelled, strict=False)]
+        warm = ranks[:len(fresh)]
+        result["fresh_mcp"] = {"requests": len(fresh), "fresh": metrics(fresh_ranks),
+                               "warm": metrics(warm), "same_answers": sum(
+                                   a == b for a, b in zip(fresh_ranks, warm, strict=True))}
+        Console().print(f"fresh `kairos mcp`, first call, {len(fresh)} requests: recall@5 "
+                        f"{result['fresh_mcp']['fresh']['recall@5']:.3f} (warm "
+                        f"{result['fresh_mcp']['warm']['recall@5']:.3f}); same rank for "
+                        f"{result['fresh_mcp']['same_answers']} of {len(fresh)}")
     out = args.json or RESULTS / f"requests_{args.split}.json"
     out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps(result, indent=2))

@@ -44,10 +44,10 @@ __all__ = [
     "embedding_query",
     "fts5_match",
     "query_terms",
-    "same_title",
     "step_prose",
     "step_search_body",
     "step_words",
+    "title_form",
 ]
 
 #: Step contents longer than this are cut before embedding and indexing: a long body would
@@ -185,10 +185,10 @@ def embedding_query(query: str) -> str:
     return clean(query).rstrip(" .!?;:,")  # clean() leaves no whitespace but single spaces
 
 
-def same_title(query: str, title: str) -> bool:
-    """Whether a query is the title, letter for letter once case, template noise, spacing
-    and trailing punctuation are set aside."""
-    return embedding_query(query).casefold() == embedding_query(title).casefold()
+def title_form(text: str) -> str:
+    """A query or a title with case, template noise, spacing and trailing punctuation set
+    aside: a query whose form is a record's title's names that record."""
+    return embedding_query(text).casefold()
 
 
 def query_terms(query: str) -> list[str]:

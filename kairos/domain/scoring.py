@@ -173,7 +173,7 @@ def calibrated_score(dense: float | None, text: float | None) -> float:
     return 0.0
 
 
-#: A query that is a record's title (``doctext.same_title``) names that record: it scores
+#: A query that is a record's title (``doctext.title_form``) names that record: it scores
 #: this, above every record it merely resembles (titles that only start with the query,
 #: such as "<title> <timestamp>", included).
 EXACT_TITLE_SCORE = 1.0

@@ -213,6 +213,7 @@ class SearchService:
                     t.protocol_metrics, (c.kind == "protocol") & (m.protocol_id == c.entity_id))
             rows = [dict(r) for r in conn.execute(q).mappings()]
         hits = []
+        asked = doctext.title_form(query)
         for row in rows:
             if exclude and row["entity_id"] in exclude:
                 continue
@@ -222,7 +223,7 @@ class SearchService:
             d = dense.get(rid)
             txt = None if text is None else text.get(rid, 0.0)
             score = scoring.apply_title_match(scoring.calibrated_score(d, txt),
-                                              doctext.same_title(query, row["title"]))
+                                              doctext.title_form(row["title"]) == asked)
             wins, losses = row.pop("successes", None), row.pop("failures", None)
             if wins is not None:
                 score = scoring.apply_outcome_boost(score, scoring.outcome_boost(wins, losses))
