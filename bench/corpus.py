@@ -42,10 +42,10 @@ from workload import Page, load_pages, manual_entry, protocol_markdown, task_que
 from kairos.cli.main import MINT_BATCH
 from kairos.config import load_settings
 from kairos.domain import markdown
+from kairos.search.documents import entry_doc, protocol_doc
 from kairos.search.embedders import LocalEmbedder
 from kairos.service import Kairos
-from kairos.service.entries import EntryService
-from kairos.service.protocols import protocol_spec, title_key
+from kairos.service.protocols import title_key
 
 SYNTHETIC_SIZE = 50_000
 
@@ -216,13 +216,13 @@ class PrimedEmbedder:
 
 
 def protocol_vector_texts(item: Item) -> tuple[str, ...]:
-    return protocol_spec("", "default", markdown.parse(item.markdown)[0], "").vector_texts
+    return protocol_doc("", "default", markdown.parse(item.markdown)[0], "").vector_texts
 
 
 def manual_vector_texts(item: Item) -> tuple[str, ...]:
     entry = {k: v.strip() if isinstance(v, str) else v
              for k, v in manual_entry(item.page).items()}
-    return EntryService.spec_of("manual", {"id": "", "space": "default", "updated_at": "",
+    return entry_doc("manual", {"id": "", "space": "default", "updated_at": "",
                                          **entry}).vector_texts
 
 

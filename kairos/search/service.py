@@ -22,6 +22,7 @@ from ..domain import doctext, scoring
 from ..store import schema as t
 from ..store.db import Store
 from ..store.repo import Repo
+from .documents import DocSpec, stored_doc
 from .embedders import EmbedderUnavailable
 from .sessions import Sessions, SessionStore
 
@@ -35,36 +36,6 @@ _WORDS = re.compile(r"\w+", re.UNICODE)
 def jaccard(a: str, b: str) -> float:
     wa, wb = set(_WORDS.findall(a.lower())), set(_WORDS.findall(b.lower()))
     return len(wa & wb) / len(wa | wb) if wa and wb else 0.0
-
-
-@dataclass(frozen=True)
-class DocSpec:
-    """A searchable record: the three full-text columns (title, step labels, body) and
-    the texts whose vectors stand for it, in ``seq`` order (``domain.doctext.document``)."""
-
-    kind: str
-    entity_id: str
-    space: str
-    title: str
-    body: str
-    vector_texts: tuple[str, ...]
-    updated_at: str
-    labels: str = ""
-    category: str | None = None
-    section: str | None = None
-    author: str | None = None
-
-    @property
-    def ntokens(self) -> int:
-        return len(_WORDS.findall(f"{self.title} {self.labels} {self.body}"))
-
-
-def entry_spec(kind: str, entity_id: str, space: str, title: str, body: str, updated_at: str,
-               **extra: Any) -> DocSpec:
-    """A knowledge entry as search sees it (``domain.doctext.document`` without steps)."""
-    doc = doctext.document(title, body)
-    return DocSpec(kind=kind, entity_id=entity_id, space=space, title=title, body=body,
-                   vector_texts=doc.vectors, updated_at=updated_at, **extra)
 
 
 @dataclass
@@ -96,7 +67,6 @@ class SearchService:
         self._queued = threading.Event()  # set when a write stored no vectors
         self._thread: threading.Thread | None = None
         self.backfill_state = "idle"
-        self.spec_builders: dict[str, Callable[[Repo, str], DocSpec | None]] = {}
     # --- provider state ----------------------------------------------------------------------
 
     @property
@@ -334,7 +304,8 @@ class SearchService:
                     with self.store.read() as repo:
                         rows = list(repo.conn.execute(select(t.search_docs).where(
                             t.search_docs.c.rid.in_(chunk))).mappings())
-                        specs = [s for r in rows if (s := self.spec_for_row(repo, r))]
+                        specs = [s for r in rows
+                                 if (s := stored_doc(repo, r["kind"], r["entity_id"]))]
                     vectors = self.embed_docs(specs)
                     if vectors is None:
                         break
@@ -389,11 +360,6 @@ class SearchService:
                 self.store.vector_index.upsert(repo.conn, rid, spec.space, spec.kind,
                                                vectors[offset:offset + n], model_id)
             offset += n
-
-    def spec_for_row(self, repo: Repo, row: Any) -> DocSpec | None:
-        """Rebuild a document's spec from the record it indexes (hook set by the app)."""
-        builder = self.spec_builders.get(row["kind"])
-        return builder(repo, row["entity_id"]) if builder else None
 
     def start_background(self, interval: float = 2.0, idle: float = 60.0) -> threading.Thread:
         """Drain the queue of documents without vectors of the current model, for as long

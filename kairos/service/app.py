@@ -40,7 +40,6 @@ class Kairos:
         self.search_engine = SearchService(
             store, embedder, DbSessionStore(store) if store.shared_sessions else None)
         self.protocols = ProtocolService(store, self.search_engine)
-        self.search_engine.spec_builders["protocol"] = self.protocols.spec_for
         self.runs = RunService(store, self.protocols)
         self.finder = ProtocolFinder(store, self.search_engine,
                                      float(self.settings.search_threshold))

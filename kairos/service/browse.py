@@ -12,13 +12,14 @@ from ..domain.errors import KairosError, NotFoundError, ValidationError
 from ..domain.proof import chain_hash, verify_chain
 from ..domain.texts import GENESIS_HASH
 from ..domain.uris import to_uri
+from ..search.documents import protocol_doc
 from ..search.service import DUPLICATE_SEQ, SearchService
 from ..search.snippets import truncate
 from ..store import browse as q
 from ..store.db import Store
 from ..store.repo import Repo, Row
 from .clock import now
-from .protocols import SIMILAR_THRESHOLD, Caller, ProtocolService, protocol_spec, title_key
+from .protocols import SIMILAR_THRESHOLD, Caller, ProtocolService, title_key
 
 MAX_LIMIT = 100
 RUN_STATUSES = ("active", "completed", "finished")
@@ -166,7 +167,7 @@ class BrowseService:
             existing_uri = to_uri(first[0]["id"]) if first else None
         check: dict[str, Any] = {"duplicates": [], "warnings": []}
         if self.search is not None:
-            spec = protocol_spec("", space, draft, now())
+            spec = protocol_doc("", space, draft, now())
             vectors = self.search.embed_docs([spec])
             check = self.search.duplicate_check(
                 "protocol", space, spec.title, spec.body,

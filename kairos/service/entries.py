@@ -12,7 +12,8 @@ from sqlalchemy.exc import IntegrityError
 from ..domain import limits
 from ..domain.errors import CONFLICT, ConflictError, NotFoundError, ValidationError
 from ..domain.uris import new_id, to_uri
-from ..search.service import DUPLICATE_SEQ, DocSpec, Hit, SearchService, entry_spec
+from ..search.documents import entry_doc, entry_table
+from ..search.service import DUPLICATE_SEQ, Hit, SearchService
 from ..search.sessions import valid_session_id
 from ..search.snippets import DEFAULT_LEN, MAX_LEN, MIN_LEN, make_snippet, truncate
 from ..store import schema as t
@@ -51,10 +52,6 @@ FIELDS = {
 _BODY = {"experience": "playbook", "manual": "content", "protocol": "content"}
 
 
-def _table(kind: str) -> Any:
-    return t.experiences if kind == "experience" else t.manuals
-
-
 def _text(value: Any, field: str, *, required: bool, limit: int) -> str | None:
     if value is None or (isinstance(value, str) and not value.strip() and not required):
         if required:
@@ -73,8 +70,6 @@ class EntryService:
     def __init__(self, store: Store, search: SearchService) -> None:
         self.store = store
         self.search = search
-        search.spec_builders["experience"] = self.spec_for
-        search.spec_builders["manual"] = self.spec_for
 
     # --- categories --------------------------------------------------------------------------
 
@@ -150,24 +145,6 @@ class EntryService:
 
     # --- writes ------------------------------------------------------------------------------
 
-    def spec_for(self, repo: Repo, entity_id: str) -> DocSpec | None:
-        for kind in ("experience", "manual"):
-            row = repo.conn.execute(select(_table(kind)).where(
-                _table(kind).c.id == entity_id)).mappings().first()
-            if row is not None:
-                return self.spec_of(kind, dict(row))
-        return None
-
-    @staticmethod
-    def spec_of(kind: str, row: dict[str, Any]) -> DocSpec:
-        if kind == "experience":
-            body = row["playbook"] + (f"\n\n{row['context']}" if row.get("context") else "")
-        else:
-            body = (f"{row['summary']}\n\n" if row.get("summary") else "") + row["content"]
-        return entry_spec(kind, row["id"], row["space"], row["title"], body,
-                          row["updated_at"], category=row["category"],
-                          section=row.get("section"), author=row.get("author"))
-
     def write_entry(self, request: Any, caller: Caller) -> dict[str, Any]:
         if not isinstance(request, dict):
             raise ValidationError("request", "an object with entity_type, category, title, ...")
@@ -176,7 +153,7 @@ class EntryService:
         stamp = now()
         row = {"id": new_id(), "space": caller.space, "created_at": stamp,
                "updated_at": stamp, **values}
-        spec = self.spec_of(kind, row)
+        spec = entry_doc(kind, row)
         vectors = self.search.embed_docs([spec])
         for _ in range(_GUARD_ATTEMPTS):
             seen = self.search.version(caller.space, kind)
@@ -184,7 +161,7 @@ class EntryService:
             with self.store.write() as repo:
                 if not self.search.guard(repo, caller.space, kind, seen):
                     continue
-                repo.conn.execute(insert(_table(kind)).values(**row))
+                repo.conn.execute(insert(entry_table(kind)).values(**row))
                 self.search.index(repo, [spec], vectors)
             return {"status": "stored", "entity_id": row["id"], "entity_type": kind,
                     "entry": self._public(kind, row, None), **check}
@@ -207,11 +184,11 @@ class EntryService:
             values = self._validated(kind, updates, cats, current)
             stamp = now()
             row = {**current, **values, "updated_at": stamp}
-            spec = self.spec_of(kind, row)
+            spec = entry_doc(kind, row)
             vectors = self.search.embed_docs([spec])
             seen = self.search.version(caller.space, kind)
             check = self._duplicates(kind, caller.space, values, entity_id, vectors)
-            table = _table(kind)
+            table = entry_table(kind)
             with self.store.write() as repo:
                 if not self.search.guard(repo, caller.space, kind, seen):
                     continue
@@ -228,8 +205,8 @@ class EntryService:
         if limits.BAD_CHAR.search(entity_id):  # no id holds one; PostgreSQL cannot compare it
             raise NotFoundError(f"No entry {entity_id!r}.", field="entity_id")
         for kind in ("experience", "manual"):
-            row = repo.conn.execute(select(_table(kind)).where(
-                _table(kind).c.id == entity_id)).mappings().first()
+            row = repo.conn.execute(select(entry_table(kind)).where(
+                entry_table(kind).c.id == entity_id)).mappings().first()
             if row is not None and row["space"] == caller.space:
                 return kind, dict(row)
         raise NotFoundError(f"No entry {entity_id}.", field="entity_id")
@@ -403,8 +380,8 @@ class EntryService:
                 t.search_docs.c.rid == hit.rid)).scalar()
             return {"entity_id": to_uri(steps[0]["id"]), "content": body or "",
                     "tags": proto["tags"], "title": proto["title"]}
-        row = repo.conn.execute(select(_table(hit.kind)).where(
-            _table(hit.kind).c.id == hit.entity_id)).mappings().first()
+        row = repo.conn.execute(select(entry_table(hit.kind)).where(
+            entry_table(hit.kind).c.id == hit.entity_id)).mappings().first()
         if row is None:
             return None
         return {"entity_id": row["id"], **dict(row)}

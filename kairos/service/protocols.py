@@ -6,7 +6,7 @@ import hashlib
 import json
 import re
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from importlib import resources
 from typing import Any
@@ -14,12 +14,12 @@ from typing import Any
 import numpy as np
 from sqlalchemy.exc import IntegrityError
 
-from ..domain import doctext, errors, limits, markdown
-from ..domain.challenge import Challenge, from_issued
+from ..domain import errors, limits, markdown
 from ..domain.engine import StepView
 from ..domain.errors import ConflictError, KairosError, NotFoundError, ValidationError
 from ..domain.uris import new_id, parse_uri, to_uri
-from ..search.service import DUPLICATE_SEQ, DocSpec, SearchService
+from ..search.documents import DocSpec, challenge_of, draft_of, protocol_doc
+from ..search.service import DUPLICATE_SEQ, SearchService
 from ..store.db import Store
 from ..store.repo import Repo, Row
 from .clock import now
@@ -53,21 +53,8 @@ def title_key(title: str) -> str:
     return re.sub(r"\s+", " ", title).strip().casefold()
 
 
-def challenge_of(row: Mapping[Any, Any]) -> Challenge:
-    return from_issued(dict(row["challenge"]))
-
-
 def step_views(rows: list[Row]) -> list[StepView]:
     return [StepView(to_uri(r["id"]), r["content"], challenge_of(r), r["label"]) for r in rows]
-
-
-def draft_of(protocol: Mapping[Any, Any], steps: Sequence[Mapping[Any, Any]]
-             ) -> markdown.ProtocolDraft:
-    return markdown.ProtocolDraft(
-        protocol["title"],
-        tuple(markdown.StepDraft(s["label"], s["content"], challenge_of(s)) for s in steps),
-        protocol["intro"],
-    )
 
 
 def _step_row(step_id: str, protocol_id: str, space: str, position: int,
@@ -75,22 +62,6 @@ def _step_row(step_id: str, protocol_id: str, space: str, position: int,
     return {"id": step_id, "protocol_id": protocol_id, "space": space, "position": position,
             "label": draft.label, "content": draft.content,
             "challenge": draft.challenge.to_dict(), "updated_at": stamp}
-
-
-def protocol_spec(protocol_id: str, space: str, draft: markdown.ProtocolDraft,
-                  updated_at: str) -> DocSpec:
-    """What search sees of a protocol (``domain.doctext.document``); a challenge's
-    command, tool or prompt joins its step's body when the body does not show it."""
-    steps = []
-    for step in draft.steps:
-        params = step.challenge.params
-        detail = str(params.get("cmd") or params.get("tool_name") or params.get("prompt") or "")
-        body = step.content if detail in step.content else f"{step.content}\n`{detail}`"
-        steps.append((step.label, body))
-    doc = doctext.document(draft.title, draft.intro, steps)
-    return DocSpec(kind="protocol", entity_id=protocol_id, space=space, title=draft.title,
-                   labels=doc.labels, body=doc.body, vector_texts=doc.vectors,
-                   updated_at=updated_at)
 
 
 class ProtocolService:
@@ -226,7 +197,7 @@ class ProtocolService:
     def _prepare(self, drafts: list[markdown.ProtocolDraft], space: str) -> list[Indexed]:
         """Every draft's search document and vectors, from one call to the model, made
         before the write transaction so that no writer waits on the model."""
-        specs = [protocol_spec("", space, d, "") for d in drafts]
+        specs = [protocol_doc("", space, d, "") for d in drafts]
         if self.search is None:
             return [(spec, None) for spec in specs]
         return list(zip(specs, self.search.embed_each(specs), strict=True))
@@ -452,19 +423,12 @@ class ProtocolService:
         """A protocol's new search document and its vectors, made before the write."""
         if self.search is None or proto["space"] == BUILTIN_SPACE:
             return None
-        spec = protocol_spec(proto["id"], proto["space"], draft, stamp)
+        spec = protocol_doc(proto["id"], proto["space"], draft, stamp)
         return spec, self.search.embed_docs([spec])
 
     def _index(self, repo: Repo, indexed: Indexed | None) -> None:
         if indexed is not None and self.search is not None:
             self.search.index(repo, [indexed[0]], indexed[1])
-
-    def spec_for(self, repo: Repo, protocol_id: str) -> DocSpec | None:
-        proto = repo.protocol(protocol_id)
-        if proto is None or proto["builtin"]:
-            return None
-        draft = draft_of(proto, repo.steps_of(protocol_id))
-        return protocol_spec(protocol_id, proto["space"], draft, proto["updated_at"])
 
     # --- built-ins -------------------------------------------------------------------------
 

@@ -24,10 +24,11 @@ from sqlalchemy import Table, and_, insert, select
 from sqlalchemy.exc import IntegrityError
 
 from ..domain.errors import CONFLICT, ConflictError, ValidationError
+from ..search.documents import draft_of, entry_doc, protocol_doc
 from ..search.service import DocSpec
 from ..store import schema as t
 from .clock import now
-from .protocols import Caller, draft_of, protocol_spec
+from .protocols import Caller
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
@@ -174,11 +175,11 @@ def _specs(kairos: Kairos, rows: dict[str, list[dict[str, Any]]], space: str
         if proto.get("builtin") or not steps.get(proto["id"]):
             continue
         ordered = sorted(steps[proto["id"]], key=lambda r: r["position"])
-        out[proto["id"]] = protocol_spec(proto["id"], space, draft_of(proto, ordered),
+        out[proto["id"]] = protocol_doc(proto["id"], space, draft_of(proto, ordered),
                                          proto["updated_at"])
     for kind, table in (("experience", "experiences"), ("manual", "manuals")):
         for row in rows.get(table, []):
-            out[row["id"]] = kairos.entries.spec_of(kind, {**row, "space": space})
+            out[row["id"]] = entry_doc(kind, {**row, "space": space})
     return out
 
 

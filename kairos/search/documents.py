@@ -1,0 +1,106 @@
+"""The search document of every kind of record, built in one place: from a protocol's
+draft or stored rows, or from a knowledge entry's row, through ``domain.doctext.document``.
+The search engine rebuilds a stored record's document from here (after a model or recipe
+change), and the services build the document of what they are about to write."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import select
+
+from ..domain import doctext, markdown
+from ..domain.challenge import Challenge, from_issued
+from ..store import schema as t
+from ..store.repo import Repo
+
+_WORDS = re.compile(r"\w+", re.UNICODE)
+ENTRY_KINDS = ("experience", "manual")
+
+
+@dataclass(frozen=True)
+class DocSpec:
+    """A searchable record: the three full-text columns (title, step labels, body) and
+    the texts whose vectors stand for it, in ``seq`` order (``domain.doctext.document``)."""
+
+    kind: str
+    entity_id: str
+    space: str
+    title: str
+    body: str
+    vector_texts: tuple[str, ...]
+    updated_at: str
+    labels: str = ""
+    category: str | None = None
+    section: str | None = None
+    author: str | None = None
+
+    @property
+    def ntokens(self) -> int:
+        return len(_WORDS.findall(f"{self.title} {self.labels} {self.body}"))
+
+
+def challenge_of(row: Mapping[Any, Any]) -> Challenge:
+    return from_issued(dict(row["challenge"]))
+
+
+def draft_of(protocol: Mapping[Any, Any], steps: Sequence[Mapping[Any, Any]]
+             ) -> markdown.ProtocolDraft:
+    """A stored protocol (its row and its steps' rows, in order) as a draft."""
+    return markdown.ProtocolDraft(
+        protocol["title"],
+        tuple(markdown.StepDraft(s["label"], s["content"], challenge_of(s)) for s in steps),
+        protocol["intro"],
+    )
+
+
+def protocol_doc(protocol_id: str, space: str, draft: markdown.ProtocolDraft,
+                 updated_at: str) -> DocSpec:
+    """A protocol; a challenge's command, tool or prompt joins its step's body when the
+    body does not show it."""
+    steps = []
+    for step in draft.steps:
+        params = step.challenge.params
+        detail = str(params.get("cmd") or params.get("tool_name") or params.get("prompt") or "")
+        body = step.content if detail in step.content else f"{step.content}\n`{detail}`"
+        steps.append((step.label, body))
+    doc = doctext.document(draft.title, draft.intro, steps)
+    return DocSpec(kind="protocol", entity_id=protocol_id, space=space, title=draft.title,
+                   labels=doc.labels, body=doc.body, vector_texts=doc.vectors,
+                   updated_at=updated_at)
+
+
+def entry_doc(kind: str, row: Mapping[str, Any]) -> DocSpec:
+    """An experience (playbook and context) or a manual (summary and content)."""
+    if kind == "experience":
+        body = row["playbook"] + (f"\n\n{row['context']}" if row.get("context") else "")
+    else:
+        body = (f"{row['summary']}\n\n" if row.get("summary") else "") + row["content"]
+    doc = doctext.document(row["title"], body)
+    return DocSpec(kind=kind, entity_id=row["id"], space=row["space"], title=row["title"],
+                   body=body, vector_texts=doc.vectors, updated_at=row["updated_at"],
+                   category=row["category"], section=row.get("section"),
+                   author=row.get("author"))
+
+
+def entry_table(kind: str) -> Any:
+    return t.experiences if kind == "experience" else t.manuals
+
+
+def stored_doc(repo: Repo, kind: str, entity_id: str) -> DocSpec | None:
+    """The document of a stored record, or None when it is gone (or built in: built-in
+    protocols are not searched as records)."""
+    if kind == "protocol":
+        proto = repo.protocol(entity_id)
+        if proto is None or proto["builtin"]:
+            return None
+        return protocol_doc(entity_id, proto["space"], draft_of(proto, repo.steps_of(entity_id)),
+                            proto["updated_at"])
+    if kind not in ENTRY_KINDS:
+        return None
+    table = entry_table(kind)
+    row = repo.conn.execute(select(table).where(table.c.id == entity_id)).mappings().first()
+    return None if row is None else entry_doc(kind, dict(row))
