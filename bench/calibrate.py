@@ -2,7 +2,9 @@
 requests, from the real engine's raw evidence:
 
     python bench/requests_eval.py --split tune --evidence bench/results/evidence_tune.jsonl
-    python bench/calibrate.py bench/results/evidence_tune.jsonl
+    python bench/calibrate.py bench/results/evidence_tune.jsonl              # protocols
+    python bench/entries_eval.py --split tune --evidence bench/results/entries_tune.jsonl
+    python bench/calibrate.py bench/results/entries_tune.jsonl --entries     # entries
 
 For each mode (hybrid: dense + w * text; vector only: dense; text only: text) it prints
 
@@ -10,10 +12,19 @@ For each mode (hybrid: dense + w * text; vector only: dense; text only: text) it
 * ``z*``, the match boundary: the evidence that the best candidate of at most one
   off-topic request in ten reaches (so at least 90 % of them match nothing);
 * ``a``, the maximum-likelihood slope of "the top candidate is a right answer" under
-  ``score = sigmoid(a * (z - z*) + logit(MATCH_THRESHOLD))``;
+  ``score = sigmoid(a * (z - z*) + logit(anchor))``, where the anchor is the score the
+  boundary maps to: ``MATCH_THRESHOLD`` for kairos_search, the unified search's default
+  ``min_score`` (0.50) for knowledge entries;
 
-and the ``Calibration(dense, text, bias)`` that ``scoring`` takes. Only the tuning half is
-read here; the test half is for reporting (``requests_eval.py --split test``).
+and the ``Calibration(dense, text, bias)`` that ``scoring`` takes.
+
+With ``--entries`` (knowledge entries: few records, few requests) the boundary is midway
+between the best off-topic candidate and the weakest right answer of a title-level request,
+it maps to the unified search's default ``min_score`` (0.50 with vectors, 0.35 text only),
+and the slopes are kairos_search's: on a set this small every right answer ranks first, so
+a slope fitted on it runs off to the edge of the grid.
+
+Only the tuning half is read here; the test half is for reporting (``--split test``).
 """
 
 from __future__ import annotations
@@ -28,7 +39,11 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from kairos.domain.scoring import MATCH_THRESHOLD
+from kairos.domain.scoring import HYBRID, MATCH_THRESHOLD, TEXT_ONLY, VECTOR_ONLY
+
+ENTRY_ANCHORS = {"hybrid": 0.50, "vector": 0.50, "text": 0.35}
+SLOPES = {"hybrid": HYBRID.dense, "vector": VECTOR_ONLY.dense, "text": TEXT_ONLY.text}
+TEXT_WEIGHT = HYBRID.text / HYBRID.dense
 
 OFF_TOPIC_MATCHING = 0.10  # at most this share of off-topic requests may match
 
@@ -74,14 +89,37 @@ def boundary(rows: list[dict], ranked: list[tuple[list[str], np.ndarray]]) -> fl
     return float(tops[len(tops) - allowed - 1]) + 1e-4
 
 
-def slope(rows: list[dict], ranked: list[tuple[list[str], np.ndarray]], z_star: float) -> float:
+def midway(rows: list[dict], ranked: list[tuple[list[str], np.ndarray]]) -> float:
+    """Midway between the best off-topic candidate and the weakest right answer of a
+    title-level request."""
+    off = max((z[0] for r, (_, z) in zip(rows, ranked, strict=True)
+               if not r["expected"] and len(z)), default=0.0)
+    right = [min((zz for p, zz in zip(pages, z, strict=True) if p in set(r["expected"])),
+                 default=0.0)
+             for r, (pages, z) in zip(rows, ranked, strict=True) if r["kind"] == "title"]
+    return (off + min(right)) / 2
+
+
+def entries(rows: list[dict]) -> None:
+    for mode in ("hybrid", "vector", "text"):
+        ranked = evidence(rows, mode, TEXT_WEIGHT)
+        z_star, a, anchor = midway(rows, ranked), SLOPES[mode], ENTRY_ANCHORS[mode]
+        bias = math.log(anchor / (1 - anchor)) - a * z_star
+        dense = a if mode != "text" else 0.0
+        text = a * TEXT_WEIGHT if mode == "hybrid" else a if mode == "text" else 0.0
+        print(f"{mode:7s} z*={z_star:.4f} → {anchor}  Calibration(dense={dense:.3f}, "
+              f"text={text:.3f}, bias={bias:.3f})")
+
+
+def slope(rows: list[dict], ranked: list[tuple[list[str], np.ndarray]], z_star: float,
+          anchor: float) -> float:
     x, y = [], []
     for r, (pages, z) in zip(rows, ranked, strict=True):
         if r["expected"] and len(z):
             x.append(z[0] - z_star)
             y.append(pages[0] in set(r["expected"]))
     xs, ys = np.array(x), np.array(y, dtype=float)
-    base = math.log(MATCH_THRESHOLD / (1 - MATCH_THRESHOLD))
+    base = math.log(anchor / (1 - anchor))
     best, best_ll = 1.0, -math.inf
     for a in np.arange(0.5, 30.0, 0.05):
         p = 1 / (1 + np.exp(-(a * xs + base)))
@@ -95,7 +133,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("evidence", type=Path)
-    rows = load(parser.parse_args().evidence)
+    parser.add_argument("--entries", action="store_true",
+                        help="knowledge entries (bench/entries_eval.py --evidence)")
+    args = parser.parse_args()
+    rows = load(args.evidence)
+    if args.entries:
+        entries(rows)
+        return
     weights = np.round(np.arange(0.0, 1.01, 0.05), 2)
     scored = [(sum(recall(rows, evidence(rows, "hybrid", w))), -w, w) for w in weights]
     w = max(scored)[2]
@@ -104,7 +148,7 @@ def main() -> None:
         ranked = evidence(rows, mode, w)
         r1, r5 = recall(rows, ranked)
         z_star = boundary(rows, ranked)
-        a = slope(rows, ranked, z_star)
+        a = slope(rows, ranked, z_star, MATCH_THRESHOLD)
         dense = a if mode != "text" else 0.0
         text = a * w if mode == "hybrid" else a if mode == "text" else 0.0
         labelled = [(p, z) for r, (p, z) in zip(rows, ranked, strict=True) if r["expected"]]

@@ -48,6 +48,9 @@ __all__ = [
     "BM25_B",
     "BM25_COLUMN_WEIGHTS",
     "BM25_K1",
+    "ENTRY_HYBRID",
+    "ENTRY_TEXT_ONLY",
+    "ENTRY_VECTOR_ONLY",
     "EXACT_TITLE_SCORE",
     "HYBRID",
     "MATCH_THRESHOLD",
@@ -108,6 +111,15 @@ HYBRID = Calibration(dense=6.600, text=2.310, bias=-4.063)
 VECTOR_ONLY = Calibration(dense=9.100, text=0.0, bias=-4.600)
 TEXT_ONLY = Calibration(dense=0.0, text=2.280, bias=-1.337)
 
+#: Knowledge entries (``bench/calibrate.py --entries`` on the tuning half of
+#: ``bench/data/entries.jsonl``): the same slopes, and a boundary midway between the best
+#: off-topic candidate and the weakest title-level answer (z* = 0.432 hybrid, 0.397 vector,
+#: 0.100 text) that scores the unified search's default ``min_score``: 0.50 with vectors,
+#: 0.35 with text alone.
+ENTRY_HYBRID = Calibration(dense=6.600, text=2.310, bias=-2.850)
+ENTRY_VECTOR_ONLY = Calibration(dense=9.100, text=0.0, bias=-3.611)
+ENTRY_TEXT_ONLY = Calibration(dense=0.0, text=2.280, bias=-0.847)
+
 
 def fts5_idf(n_rows: int, n_hits: int) -> float:
     """IDF exactly as FTS5's bm25() computes it, including its floor for common terms."""
@@ -157,19 +169,20 @@ def _sigmoid(x: float) -> float:
     return e / (1.0 + e)
 
 
-def calibrated_score(dense: float | None, text: float | None) -> float:
-    """The score in [0, 1] from whatever evidence served the query.
+def calibrated_score(dense: float | None, text: float | None, *, entry: bool = False) -> float:
+    """The score in [0, 1] from whatever evidence served the query, for a protocol or
+    (``entry``) a knowledge entry.
 
-    ``dense`` is ``dense_evidence`` (None when vectors were unavailable); ``text`` is
+    ``dense`` is the dense evidence (None when vectors were unavailable); ``text`` is
     ``text_evidence`` (None when the query had no indexable words, 0.0 when it had some
-    and none matched this protocol). With neither, the score is 0.
+    and none matched this record). With neither, the score is 0.
     """
     if dense is not None and text is not None:
-        return _sigmoid(HYBRID.logit(dense, text))
+        return _sigmoid((ENTRY_HYBRID if entry else HYBRID).logit(dense, text))
     if dense is not None:
-        return _sigmoid(VECTOR_ONLY.logit(dense, 0.0))
+        return _sigmoid((ENTRY_VECTOR_ONLY if entry else VECTOR_ONLY).logit(dense, 0.0))
     if text is not None:
-        return _sigmoid(TEXT_ONLY.logit(0.0, text))
+        return _sigmoid((ENTRY_TEXT_ONLY if entry else TEXT_ONLY).logit(0.0, text))
     return 0.0
 
 

@@ -192,7 +192,8 @@ class SearchService:
             rid = row["rid"]
             d = dense.get(rid)
             txt = None if text is None else text.get(rid, 0.0)
-            score = scoring.apply_title_match(scoring.calibrated_score(d, txt),
+            entry = row["kind"] != "protocol"
+            score = scoring.apply_title_match(scoring.calibrated_score(d, txt, entry=entry),
                                               doctext.title_form(row["title"]) == asked)
             wins, losses = row.pop("successes", None), row.pop("failures", None)
             if wins is not None:

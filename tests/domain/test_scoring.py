@@ -208,3 +208,15 @@ def test_right_protocol_is_a_match_and_the_others_are_not_hybrid() -> None:
 def test_vector_only_threshold_sits_between_related_and_unrelated_cosines() -> None:
     assert calibrated_score(0.15, None) < MATCH_THRESHOLD
     assert calibrated_score(0.65, None) >= MATCH_THRESHOLD
+
+
+def test_an_entry_at_its_boundary_scores_the_default_min_score() -> None:
+    """Knowledge entries map their match boundary to the unified search's default
+    min_score (0.50 with vectors, 0.35 with text alone), protocols theirs to 0.30."""
+    for cal, anchor in ((scoring.ENTRY_HYBRID, 0.50), (scoring.ENTRY_VECTOR_ONLY, 0.50)):
+        z_star = (math.log(anchor / (1 - anchor)) - cal.bias) / cal.dense
+        dense, text = z_star, (0.0 if cal is scoring.ENTRY_HYBRID else None)
+        assert calibrated_score(dense, text, entry=True) == pytest.approx(anchor, abs=1e-6)
+        assert calibrated_score(dense, text) < MATCH_THRESHOLD + 0.2
+    z_text = (math.log(0.35 / 0.65) - scoring.ENTRY_TEXT_ONLY.bias) / scoring.ENTRY_TEXT_ONLY.text
+    assert calibrated_score(None, z_text, entry=True) == pytest.approx(0.35, abs=1e-6)

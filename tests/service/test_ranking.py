@@ -29,3 +29,21 @@ def test_a_title_match_is_not_invented_for_other_queries(home: Path) -> None:
     k.mint(RULES.format(title="AI CODING RULES"))
     choices = k.search("bake sourdough bread")["choices"]
     assert all(c["role"] != "match" or c["score"] < MATCH_THRESHOLD for c in choices)
+def test_title_level_matches_of_entries_clear_the_default_min_score(home: Path) -> None:
+    k = make_kairos(home)
+    for title, playbook in (
+            ("Flaky pytest in CI", "Tests that pass locally fail on the CI runner one time "
+                                   "in five; pin the random seed and isolate the temp dirs."),
+            ("Release runbook", "Tag the commit, build the wheel, upload it and announce "
+                                "the version in the changelog."),
+            ("Rotate database passwords quarterly", "Rotate the password every quarter and "
+                                                    "restart the workers.")):
+        k.write_entry({"entity_type": "experience", "category": "coding", "title": title,
+                       "playbook": playbook, "author": "ana"})
+    for query, title in (("flaky tests", "Flaky pytest in CI"),
+                         ("release process", "Release runbook")):
+        response = k.search_entries({"query": query})
+        assert response["results"], (query, response["top_score"])
+        assert response["results"][0]["title"] == title
+        assert response["top_score"] >= response["min_score"]
+    assert not k.search_entries({"query": "bake sourdough bread"})["results"]
