@@ -69,6 +69,7 @@ __all__ = [
     "dense_segments",
     "fts5_idf",
     "outcome_boost",
+    "score_bound",
     "text_evidence",
 ]
 
@@ -184,6 +185,21 @@ def calibrated_score(dense: float | None, text: float | None, *, entry: bool = F
     if text is not None:
         return _sigmoid((ENTRY_TEXT_ONLY if entry else TEXT_ONLY).logit(0.0, text))
     return 0.0
+
+
+def score_bound(dense: np.ndarray, text: np.ndarray | None) -> np.ndarray:
+    """The highest score a record with this evidence can have before an outcome boost,
+    for many at once: ``calibrated_score`` as a knowledge entry (whose calibration scores
+    any evidence at least as high as a protocol's). ``dense`` is NaN where a record has
+    no vectors."""
+    has = ~np.isnan(dense)
+    d = np.where(has, dense, 0.0)
+    h, v, x = ENTRY_HYBRID, ENTRY_VECTOR_ONLY, ENTRY_TEXT_ONLY
+    if text is None:
+        logit = np.where(has, v.dense * d + v.bias, -np.inf)
+    else:
+        logit = np.where(has, h.dense * d + h.text * text + h.bias, x.text * text + x.bias)
+    return np.asarray(1.0 / (1.0 + np.exp(-logit)))
 
 
 #: A query that is a record's title (``doctext.title_form``) names that record: it scores

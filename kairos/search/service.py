@@ -8,7 +8,7 @@ import hashlib
 import re
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import Any
@@ -149,35 +149,44 @@ class SearchService:
     # --- ranking -----------------------------------------------------------------------------
 
     def rank(self, query: str, *, space: str, kinds: Sequence[str],
-             where: Callable[[dict[str, Any]], bool] | None = None,
-             exclude: set[str] | None = None, boosts: bool = False) -> Ranked:
-        """Every candidate (the best of each index, each scored by both) on one calibrated
-        scale in [0, 1], best first."""
+             filters: Mapping[str, str] | None = None, exclude: set[str] | None = None,
+             boosts: bool = False, floor: float | None = None) -> Ranked:
+        """Candidates on one calibrated scale in [0, 1], best first: the best of each index,
+        each scored by both; with a ``floor``, every document of the space and kinds that
+        can score at least ``floor``, besides. ``filters`` (column → value: category,
+        author, section) and ``exclude`` (entity ids) are applied in the database."""
         qvec = self._embed([doctext.embedding_query(query)])
         degraded = qvec is None
         mode = "text" if degraded else "hybrid"
+        limit = None if floor is not None else CANDIDATES
         with self.store.read() as repo:
             conn = repo.conn
             dense: dict[int, float] = {}
             if qvec is not None:
                 model_id = self.embedder.model_id
                 rids, sims = self.store.vector_index.search(
-                    conn, qvec[0], space=space, kinds=kinds, model_id=model_id,
-                    limit=CANDIDATES)
+                    conn, qvec[0], space=space, kinds=kinds, model_id=model_id, limit=limit)
                 dense = dict(zip(rids.tolist(), sims.tolist(), strict=True))
             text = self.store.text_index.search(conn, query, space=space, kinds=kinds,
-                                                limit=CANDIDATES, also=list(dense))
-            if qvec is not None and text:
+                                                limit=limit, also=list(dense))
+            if qvec is not None and text and limit is not None:
                 missing = [rid for rid in text if rid not in dense]
                 if missing:
                     dense.update(self.store.vector_index.scores(conn, qvec[0], missing,
                                                                 model_id=model_id))
             candidates = set(dense) | set(text or ())
+            if floor is not None and len(candidates) > CANDIDATES:
+                candidates = _reachable(candidates, dense, text, floor - (
+                    scoring.MAX_OUTCOME_BOOST if boosts else 0.0))
             if not candidates:
                 return Ranked([], mode, degraded, self._hint(degraded))
             c, m = t.search_docs.c, t.protocol_metrics.c
             q = select(c.rid, c.kind, c.entity_id, c.space, c.title, c.category, c.section,
                        c.author, c.updated_at).where(c.rid.in_(list(candidates)))
+            for column, value in (filters or {}).items():
+                q = q.where(c[column] == value)
+            if exclude:
+                q = q.where(c.entity_id.not_in(list(exclude)))
             if boosts:
                 q = q.add_columns(m.successes, m.failures).outerjoin(
                     t.protocol_metrics, (c.kind == "protocol") & (m.protocol_id == c.entity_id))
@@ -185,10 +194,6 @@ class SearchService:
         hits = []
         asked = doctext.title_form(query)
         for row in rows:
-            if exclude and row["entity_id"] in exclude:
-                continue
-            if where is not None and not where(row):
-                continue
             rid = row["rid"]
             d = dense.get(rid)
             txt = None if text is None else text.get(rid, 0.0)
@@ -416,6 +421,19 @@ class SearchService:
         return {"documents": docs, "with_vectors": vec, "pending": docs - vec,
                 "model_id": model_id, "indexed_model_id": stored,
                 "backfill": self.backfill_state}
+
+
+def _reachable(candidates: set[int], dense: Mapping[int, float],
+               text: Mapping[int, float] | None, floor: float) -> set[int]:
+    """The candidates whose score can reach ``floor`` (``scoring.score_bound``), and the
+    ``CANDIDATES`` best of them in any case (the top score is reported even when low)."""
+    rids = np.fromiter(candidates, dtype=np.int64, count=len(candidates))
+    d = np.array([dense.get(r, np.nan) for r in rids.tolist()], dtype=np.float64)
+    x = None if text is None else np.array([text.get(r, 0.0) for r in rids.tolist()])
+    bound = scoring.score_bound(d, x)
+    keep = bound >= floor
+    keep[np.argpartition(-bound, CANDIDATES)[:CANDIDATES]] = True
+    return set(rids[keep].tolist())
 
 
 def _version_key(space: str, kind: str) -> str:

@@ -280,17 +280,16 @@ class EntryService:
         key = _session_key(caller, sid) if sid else None
         sessions = self.search.sessions
         viewed = sessions.viewed(key) if key else set()
-        category, filters = req["category"], req["filters"]
-
-        def where(row: dict[str, Any]) -> bool:
-            if category is not None and row["category"] != category:
-                return False
-            return all(row.get(k) == v for k, v in filters.items())
-
+        filters = dict(req["filters"])
+        if req["category"] is not None:
+            filters["category"] = req["category"]
         hide = req["hide_viewed"]
+        # Every record that can reach the threshold is scored: totals and pages are exact.
+        floor = req["min_score"] if req["min_score"] is not None else min(MIN_SCORE_TEXT,
+                                                                           MIN_SCORE_VECTOR)
         ranked = self.search.rank(req["query"], space=caller.space, kinds=tuple(req["types"]),
-                                  where=where, exclude=viewed if hide else None,
-                                  boosts="protocol" in req["types"])
+                                  filters=filters, exclude=viewed if hide else None,
+                                  boosts="protocol" in req["types"], floor=floor)
         min_score = req["min_score"]
         if min_score is None:
             min_score = MIN_SCORE_TEXT if ranked.degraded else MIN_SCORE_VECTOR

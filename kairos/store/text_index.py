@@ -24,9 +24,9 @@ class TextIndex(Protocol):
     def delete(self, conn: Connection, rids: Iterable[int]) -> None: ...
 
     def search(self, conn: Connection, query: str, *, space: str, kinds: Sequence[str],
-               limit: int, also: Sequence[int] = ()) -> dict[int, float] | None:
-        """Text evidence of the ``limit`` best documents and of the ``also`` documents that
-        match; None when the query has no indexable words."""
+               limit: int | None, also: Sequence[int] = ()) -> dict[int, float] | None:
+        """Text evidence of the ``limit`` best documents (every match: None) and of the
+        ``also`` documents that match; None when the query has no indexable words."""
         ...
 
 
@@ -50,7 +50,7 @@ class SqliteFts:
             conn.execute(text("DELETE FROM search_fts WHERE rowid = :rid"), {"rid": rid})
 
     def search(self, conn: Connection, query: str, *, space: str, kinds: Sequence[str],
-               limit: int, also: Sequence[int] = ()) -> dict[int, float] | None:
+               limit: int | None, also: Sequence[int] = ()) -> dict[int, float] | None:
         terms = query_terms(query)
         match = fts5_match(terms)
         if match is None:
@@ -66,6 +66,8 @@ class SqliteFts:
             f"SELECT search_fts.rowid, bm25(search_fts, {self.WEIGHTS}) FROM search_fts "
             "CROSS JOIN search_docs d ON d.rid = search_fts.rowid WHERE search_fts MATCH ? "
             f"AND d.space = ? AND d.kind IN ({_kinds(kinds)})", (match, space)).all()
+        if limit is None:
+            return {int(rid): float(scoring.text_evidence(bm25, ceiling)) for rid, bm25 in rows}
         best = heapq.nsmallest(limit, rows, key=itemgetter(1))
         wanted = set(also).difference(rid for rid, _ in best)
         if wanted:
@@ -89,7 +91,7 @@ class PgFts:
         return None
 
     def search(self, conn: Connection, query: str, *, space: str, kinds: Sequence[str],
-               limit: int, also: Sequence[int] = ()) -> dict[int, float] | None:
+               limit: int | None, also: Sequence[int] = ()) -> dict[int, float] | None:
         terms = query_terms(query)
         if not terms:
             return None
@@ -120,7 +122,11 @@ class PgFts:
             "SELECT rid FROM search_docs WHERE tsv @@ CAST(:any AS tsquery) "
             f"AND space = :space AND kind IN ({_kinds(kinds)}) "
             "ORDER BY ts_rank(tsv, CAST(:any AS tsquery)) DESC LIMIT :limit"),
-            {"any": any_q, "space": space, "limit": limit})]
+            {"any": any_q, "space": space, "limit": limit})] if limit is not None else [
+            int(r[0]) for r in conn.execute(text(
+                "SELECT rid FROM search_docs WHERE tsv @@ CAST(:any AS tsquery) "
+                f"AND space = :space AND kind IN ({_kinds(kinds)})"),
+                {"any": any_q, "space": space})]
         rids = list(dict.fromkeys([*top, *also]))
         bm25: dict[int, float] = {}
         lengths: dict[int, int] = {}

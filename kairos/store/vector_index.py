@@ -37,9 +37,10 @@ class VectorIndex(Protocol):
     def rollback(self, conn: Connection) -> None: ...
 
     def search(self, conn: Connection, query: np.ndarray, *, space: str,
-               kinds: Sequence[str], model_id: str, limit: int, seq: int | None = None
-               ) -> tuple[np.ndarray, np.ndarray]:
-        """(rids, scores) of the ``limit`` best documents, best first."""
+               kinds: Sequence[str], model_id: str, limit: int | None,
+               seq: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(rids, scores) of the ``limit`` best documents (every document: None), best
+        first."""
         ...
 
     def scores(self, conn: Connection, query: np.ndarray, rids: Sequence[int], *,
@@ -195,8 +196,8 @@ class MemoryVectorIndex:
         return stacked
 
     def search(self, conn: Connection, query: np.ndarray, *, space: str,
-               kinds: Sequence[str], model_id: str, limit: int, seq: int | None = None
-               ) -> tuple[np.ndarray, np.ndarray]:
+               kinds: Sequence[str], model_id: str, limit: int | None,
+               seq: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         with self._lock:
             self._load(conn, model_id)
             parts = [m for k in kinds if (m := self._matrix((space, k))) is not None]
@@ -204,7 +205,7 @@ class MemoryVectorIndex:
             return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
         rids = np.concatenate([p[0] for p in parts])
         best = np.concatenate([self._score(p[2] @ query, p[1], p[3], seq) for p in parts])
-        if len(best) > limit:
+        if limit is not None and len(best) > limit:
             top = np.argpartition(-best, limit)[:limit]
             rids, best = rids[top], best[top]
         order = np.argsort(-best, kind="stable")
@@ -269,11 +270,20 @@ class PgVectorIndex:
             f"WHERE dim = {int(dim)}"))
 
     def search(self, conn: Connection, query: np.ndarray, *, space: str,
-               kinds: Sequence[str], model_id: str, limit: int, seq: int | None = None
-               ) -> tuple[np.ndarray, np.ndarray]:
-        """The documents of the nearest vectors (HNSW), then ranked by their score."""
+               kinds: Sequence[str], model_id: str, limit: int | None,
+               seq: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """The documents of the nearest vectors (HNSW), then ranked by their score; with
+        no ``limit``, every document of the space and kinds, scored exactly."""
         dim = len(query)
         kind_list = ", ".join(f"'{k}'" for k in kinds if k.isalpha()) or "''"
+        if limit is None:
+            rids = [int(r[0]) for r in conn.execute(text(
+                f"SELECT rid FROM search_docs WHERE space = :space AND kind IN ({kind_list})"),
+                {"space": space})]
+            found = self.scores(conn, query, rids, model_id=model_id, seq=seq)
+            ordered = sorted(found.items(), key=lambda kv: -kv[1])
+            return (np.array([r for r, _ in ordered], dtype=np.int64),
+                    np.array([c for _, c in ordered], dtype=np.float32))
         seq_filter = "" if seq is None else f"AND v.seq = {int(seq)} "
         # HNSW returns at most ef_search rows before the filters: ask for enough of them.
         conn.execute(text(f"SET LOCAL hnsw.ef_search = {min(1000, max(40, limit * 4))}"))
