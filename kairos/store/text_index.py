@@ -6,9 +6,7 @@ weighted column per field), so a text score means the same on both."""
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Iterable, Sequence
-from operator import itemgetter
 from typing import ClassVar, Protocol
 
 from sqlalchemy import text
@@ -60,19 +58,23 @@ class SqliteFts:
         ceiling = scoring.bm25_ceiling(
             scoring.fts5_idf(n_rows, conn.execute(count, {"q": fts5_match([term])}).scalar_one())
             for term in terms)
-        # Every match in one pass, FTS5 first (CROSS JOIN fixes the order): FTS5 re-runs the
-        # whole query per rowid it is given, so the ``also`` documents are picked out here.
-        rows = conn.exec_driver_sql(
-            f"SELECT search_fts.rowid, bm25(search_fts, {self.WEIGHTS}) FROM search_fts "
-            "CROSS JOIN search_docs d ON d.rid = search_fts.rowid WHERE search_fts MATCH ? "
-            f"AND d.space = ? AND d.kind IN ({_kinds(kinds)})", (match, space)).all()
+        # Every match scored in one pass, FTS5 first (CROSS JOIN fixes the order): FTS5
+        # re-runs the whole query per rowid it is given, so the ``also`` documents are
+        # picked out of the same pass. SQLite keeps the best ``limit`` itself: only they
+        # and the ``also`` documents come back to Python.
+        matches = (f"SELECT search_fts.rowid AS rid, bm25(search_fts, {self.WEIGHTS}) AS b "
+                   "FROM search_fts CROSS JOIN search_docs d ON d.rid = search_fts.rowid "
+                   f"WHERE search_fts MATCH ? AND d.space = ? AND d.kind IN ({_kinds(kinds)})")
         if limit is None:
-            return {int(rid): float(scoring.text_evidence(bm25, ceiling)) for rid, bm25 in rows}
-        best = heapq.nsmallest(limit, rows, key=itemgetter(1))
-        wanted = set(also).difference(rid for rid, _ in best)
-        if wanted:
-            best += [row for row in rows if row[0] in wanted]
-        return {int(rid): float(scoring.text_evidence(bm25, ceiling)) for rid, bm25 in best}
+            rows = conn.exec_driver_sql(matches, (match, space)).all()
+        else:
+            wanted = [int(r) for r in also]
+            rows = conn.exec_driver_sql(
+                f"WITH m AS MATERIALIZED ({matches}) "
+                "SELECT rid, b FROM (SELECT rid, b FROM m ORDER BY b LIMIT ?) "
+                f"UNION SELECT rid, b FROM m WHERE rid IN ({', '.join('?' * len(wanted))})",
+                (match, space, limit, *wanted)).all()
+        return {int(rid): float(scoring.text_evidence(bm25, ceiling)) for rid, bm25 in rows}
 
 
 class PgFts:
