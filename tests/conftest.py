@@ -25,6 +25,8 @@ from kairos.store.db import Store
 
 PG_URL = os.environ.get("KAIROS_TEST_DATABASE_URL", "")
 BACKEND = "postgresql" if PG_URL else "sqlite"
+#: How many times each race scenario runs, each on a fresh store (``KAIROS_RACE_TRIALS``).
+RACE_TRIALS = range(int(os.environ.get("KAIROS_RACE_TRIALS", "1")))
 
 
 def pytest_report_header() -> str:

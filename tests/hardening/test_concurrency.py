@@ -7,8 +7,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from kairos.service import Caller
-from tests.conftest import make_kairos
+from tests.conftest import RACE_TRIALS, make_kairos
 
 WRITERS = 20
 
@@ -34,7 +36,8 @@ def _race(call: Callable[[int], Any]) -> list[Any]:
     return results
 
 
-def test_concurrent_first_category_lists_in_a_new_space_all_succeed(home: Path) -> None:
+@pytest.mark.parametrize("trial", RACE_TRIALS)
+def test_concurrent_first_category_lists_in_a_new_space_all_succeed(home: Path, trial: int) -> None:
     kairos = make_kairos(home, KAIROS_EMBEDDER="none")
     caller = Caller(space="brand-new")
     results = _race(lambda i: kairos.list_categories(caller))
@@ -43,7 +46,8 @@ def test_concurrent_first_category_lists_in_a_new_space_all_succeed(home: Path) 
     assert {r["count"] for r in results} == {10}
 
 
-def test_concurrent_first_writes_in_a_new_space_all_succeed(home: Path) -> None:
+@pytest.mark.parametrize("trial", RACE_TRIALS)
+def test_concurrent_first_writes_in_a_new_space_all_succeed(home: Path, trial: int) -> None:
     kairos = make_kairos(home, KAIROS_EMBEDDER="none")
     caller = Caller(space="brand-new")
     results = _race(lambda i: kairos.write_entry({

@@ -6,8 +6,11 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import pytest
+
 from kairos.domain.errors import KairosError
 from kairos.service import Caller, Kairos
+from tests.conftest import RACE_TRIALS
 from tests.spec.seedkit import mint_three, shell_ok
 
 
@@ -25,7 +28,8 @@ def _together(n: int, fn: Any) -> list[Any]:
         return list(pool.map(run, range(n)))
 
 
-def test_one_nonce_is_accepted_once_under_concurrent_answers(kairos: Kairos) -> None:
+@pytest.mark.parametrize("trial", RACE_TRIALS)
+def test_one_nonce_is_accepted_once_under_concurrent_answers(kairos: Kairos, trial: int) -> None:
     steps, _ = mint_three(kairos)
     begun = kairos.begin(steps[0], Caller(id="agent"))
     answer = shell_ok(begun["challenge"])
@@ -39,7 +43,8 @@ def test_one_nonce_is_accepted_once_under_concurrent_answers(kairos: Kairos) -> 
     assert kairos.verify_run(run_id)["valid"] is True
 
 
-def test_racing_mints_of_one_title_store_one_protocol(kairos: Kairos) -> None:
+@pytest.mark.parametrize("trial", RACE_TRIALS)
+def test_racing_mints_of_one_title_store_one_protocol(kairos: Kairos, trial: int) -> None:
     doc = "# Rotate the signing key\n\n## Rotate\n\nRotate the release signing key.\n"
     results = _together(6, lambda i: kairos.mint(doc))
     stored = [r for r in results if isinstance(r, dict)]
@@ -59,7 +64,8 @@ BODIES = ("## Back up\n\nDump the orders database to the backup bucket with pg_d
           "static hosting bucket.\n")
 
 
-def test_racing_near_identical_mints_store_one(kairos: Kairos) -> None:
+@pytest.mark.parametrize("trial", RACE_TRIALS)
+def test_racing_near_identical_mints_store_one(kairos: Kairos, trial: int) -> None:
     """The similarity check runs before the write; the write guard sends every mint that
     lost the race back to check again, where it meets the winner."""
     for trial, body in enumerate(BODIES):
@@ -71,7 +77,8 @@ def test_racing_near_identical_mints_store_one(kairos: Kairos) -> None:
         assert {e.code for e in refused} == {"SIMILAR_MEMORY_FOUND"}
 
 
-def test_racing_identical_entries_all_see_each_other(kairos: Kairos) -> None:
+@pytest.mark.parametrize("trial", RACE_TRIALS)
+def test_racing_identical_entries_all_see_each_other(kairos: Kairos, trial: int) -> None:
     """Of n identical experiences written at once, each one after the first is told of
     every one committed before it: no pair goes unflagged by both writes."""
     entry = {"entity_type": "experience", "category": "testing",
