@@ -91,16 +91,16 @@ def numpy_exact(matrix: np.ndarray, qs: np.ndarray) -> dict[str, Any]:
                    lambda m, q: exact(m, q))
 
 
-def usearch_hnsw(matrix: np.ndarray, qs: np.ndarray) -> dict[str, Any]:
+def usearch_hnsw(matrix: np.ndarray, qs: np.ndarray, ef: int) -> dict[str, Any]:
     from usearch.index import Index
 
     def build(m: np.ndarray) -> Any:
         index = Index(ndim=m.shape[1], metric="cos", dtype="f32", connectivity=16,
-                      expansion_add=128, expansion_search=64)
+                      expansion_add=128, expansion_search=ef)
         index.add(np.arange(len(m)), m, threads=1)
         return index
 
-    return measure("usearch HNSW (M 16, ef 64)", matrix, qs, build,
+    return measure(f"usearch HNSW (M 16, ef {ef})", matrix, qs, build,
                    lambda i, q: i.search(q, RESCORE).keys)
 
 
@@ -163,9 +163,14 @@ def main() -> None:
         table.add_column(col)
     for size in [7425] + ([SYNTHETIC_SIZE] if args.synthetic_50k else []):
         matrix, qs = vectors(size, args.queries, console)
-        runs = [numpy_exact(matrix, qs), usearch_hnsw(matrix, qs), sqlite_vec(matrix, qs)]
+        runs = [numpy_exact(matrix, qs), usearch_hnsw(matrix, qs, 64),
+                usearch_hnsw(matrix, qs, 256)]
+        if hasattr(sqlite3.Connection, "enable_load_extension"):
+            runs.append(sqlite_vec(matrix, qs))
+        else:  # many Python builds (pyenv's default, macOS's) cannot load SQLite extensions
+            console.print("sqlite-vec: skipped, this Python's sqlite3 cannot load extensions")
         if args.postgres:
-            runs.append(pgvector_hnsw(matrix, qs, 40))
+            runs += [pgvector_hnsw(matrix, qs, 40), pgvector_hnsw(matrix, qs, 400)]
         for r in runs:
             table.add_row(str(size), r["index"], str(r["build_s"]),
                           f"{r['p50_ms']:.2f} / {r['p99_ms']:.2f}", f"{r['recall@10']:.4f}")
