@@ -114,12 +114,12 @@ TEXT_ONLY = Calibration(dense=0.0, text=2.280, bias=-1.337)
 
 #: Knowledge entries (``bench/calibrate.py --entries`` on the tuning half of
 #: ``bench/data/entries.jsonl``): the same slopes, and a boundary midway between the best
-#: off-topic candidate and the weakest title-level answer (z* = 0.432 hybrid, 0.397 vector,
-#: 0.100 text) that scores the unified search's default ``min_score``: 0.50 with vectors,
+#: off-topic candidate and the weakest title-level answer (z* = 0.455 hybrid, 0.333 vector,
+#: 0.170 text) that scores the unified search's default ``min_score``: 0.50 with vectors,
 #: 0.35 with text alone.
-ENTRY_HYBRID = Calibration(dense=6.600, text=2.310, bias=-2.850)
-ENTRY_VECTOR_ONLY = Calibration(dense=9.100, text=0.0, bias=-3.611)
-ENTRY_TEXT_ONLY = Calibration(dense=0.0, text=2.280, bias=-0.847)
+ENTRY_HYBRID = Calibration(dense=6.600, text=2.310, bias=-3.005)
+ENTRY_VECTOR_ONLY = Calibration(dense=9.100, text=0.0, bias=-3.029)
+ENTRY_TEXT_ONLY = Calibration(dense=0.0, text=2.280, bias=-1.006)
 
 
 def fts5_idf(n_rows: int, n_hits: int) -> float:
