@@ -37,10 +37,15 @@ def _on_signal(signum: int, frame: FrameType | None) -> None:
     raise _Stop(signum)
 
 
-def _exit_quietly(signum: int, frame: FrameType | None) -> None:
-    # A worker stopped by a signal has finished cleanly (uvicorn raises the signal again
-    # once it has shut down): unwind, so that the service is closed.
-    raise SystemExit(0)
+_serving = False  # in a worker: uvicorn has taken over SIGINT and SIGTERM
+
+
+def _worker_signal(signum: int, frame: FrameType | None) -> None:
+    """A worker stopped while starting unwinds (its service is closed). Once it serves,
+    uvicorn handles the signal and, after its graceful shutdown, raises it again: that
+    echo is ignored, and the worker returns from serving as usual."""
+    if not _serving:
+        raise SystemExit(0)
 
 
 @dataclass
@@ -69,11 +74,13 @@ def _start(sock: socket.socket, run: Callable[[socket.socket, Callable[[], None]
     code = 1  # the worker, from here on
     try:
         for sig in _SIGNALS:
-            signal.signal(sig, _exit_quietly)
+            signal.signal(sig, _worker_signal)
         for fd in (read_fd, *others):
             os.close(fd)
 
         def ready() -> None:
+            global _serving
+            _serving = True
             os.write(write_fd, b"1")
 
         run(sock, ready)
