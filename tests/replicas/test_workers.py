@@ -144,8 +144,10 @@ def test_racing_mints_of_one_title_through_both_workers_store_one_protocol(
             c.close()
     stored = [r for r in responses if r.status_code in (200, 201)]
     assert len(stored) == 1, [r.text for r in responses]
+    # Refused as a taken title, or (when the check read the stored copy but not yet its
+    # title) as a near-copy of it: either way, not stored.
     refused = {r.json()["error_code"] for r in responses if r not in stored}
-    assert refused == {"DUPLICATE_CHAIN"}, refused
+    assert refused <= {"DUPLICATE_CHAIN", "SIMILAR_MEMORY_FOUND"}, refused
     page = httpx.get(f"{served.url}/api/v1/protocols", params={"q": "signing"},
                      timeout=30).json()
     assert page["total"] == 1
