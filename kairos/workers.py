@@ -63,7 +63,9 @@ def _describe(status: int) -> str:
 
 
 def _start(sock: socket.socket, run: Callable[[socket.socket, Callable[[], None]], None],
-           others: list[int]) -> _Worker:
+           others: list[int | socket.socket]) -> _Worker:
+    """Fork a worker serving ``sock``; it closes ``others`` (the other workers' pipes and
+    sockets), which are not its own."""
     read_fd, write_fd = os.pipe()
     sys.stdout.flush()
     sys.stderr.flush()  # or the worker would print what the supervisor has buffered
@@ -75,8 +77,12 @@ def _start(sock: socket.socket, run: Callable[[socket.socket, Callable[[], None]
     try:
         for sig in _SIGNALS:
             signal.signal(sig, _worker_signal)
-        for fd in (read_fd, *others):
-            os.close(fd)
+        os.close(read_fd)
+        for other in others:
+            if isinstance(other, socket.socket):
+                other.close()
+            else:
+                os.close(other)
 
         def ready() -> None:
             global _serving
@@ -108,8 +114,7 @@ def supervise(socks: list[socket.socket],
     workers: dict[int, _Worker] = {}  # by ready_fd
 
     def start(sock: socket.socket) -> None:
-        other_socks = [s.fileno() for s in set(socks) if s is not sock]
-        worker = _start(sock, run, [*workers, *other_socks])
+        worker = _start(sock, run, [*workers, *(s for s in set(socks) if s is not sock)])
         workers[worker.ready_fd] = worker
 
     previous = {sig: signal.signal(sig, _on_signal) for sig in _SIGNALS}
