@@ -30,6 +30,7 @@ DEFAULTS: dict[str, Any] = {
     "search_threshold": 0.30,
     "host": "127.0.0.1",
     "port": 8765,
+    "workers": 1,
     "api_tokens": "",
     "tokens_file": "",
     **setting_defaults(),  # max_body_bytes, max_steps, ...: see kairos/domain/limits.py
@@ -46,6 +47,7 @@ EXPECTED: dict[str, str] = {
     "search_threshold": "a number from 0 to 1",
     "host": "an address such as 127.0.0.1 or 0.0.0.0",
     "port": "an integer from 1 to 65535",
+    "workers": "an integer from 1 to 64",
     "api_tokens": "token:space,…",
     "tokens_file": "a file path",
     **dict.fromkeys(setting_defaults(), "a positive integer"),
@@ -67,6 +69,7 @@ class _Values(BaseModel):
     search_threshold: float = Field(ge=0.0, le=1.0, allow_inf_nan=False)
     host: str = Field(min_length=1)
     port: int = Field(ge=1, le=65535)
+    workers: int = Field(ge=1, le=64)
     api_tokens: str
     tokens_file: str
     # the limits of kairos/domain/limits.py

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import socket
+import sys
 from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING
@@ -27,7 +28,7 @@ class ServeError(Exception):
         self.exit_code = exit_code
 
 
-def listen(host: str, port: int) -> socket.socket:
+def listen(host: str, port: int, *, reuse_port: bool = False) -> socket.socket:
     """Bind and listen before anything is announced: an address in use is reported as
     one error instead of after a start-up banner."""
     try:
@@ -38,6 +39,8 @@ def listen(host: str, port: int) -> socket.socket:
     sock = socket.socket(family, kind, proto)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if reuse_port:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
         sock.bind(address)
         sock.listen(2048)
     except OSError as exc:
@@ -46,6 +49,17 @@ def listen(host: str, port: int) -> socket.socket:
                          exit_code=1) from None
     sock.set_inheritable(True)
     return sock
+
+
+def listen_all(host: str, port: int, workers: int) -> list[socket.socket]:
+    """One listening socket per worker process. On Linux each worker has its own
+    (SO_REUSEPORT), and the kernel spreads new connections evenly over them; with one
+    shared socket, the worker that wakes first may accept a whole burst of connections
+    (say, every agent's at start) and keep them. Elsewhere the workers share one."""
+    if workers == 1 or sys.platform != "linux":
+        return [listen(host, port)] * workers
+    listen(host, port).close()  # an address in use is refused here, not joined
+    return [listen(host, port, reuse_port=True) for _ in range(workers)]
 
 
 def tokens_of(settings: Settings) -> dict[str, str]:
@@ -61,19 +75,17 @@ def tokens_of(settings: Settings) -> dict[str, str]:
 
 def serve_http(settings: Settings, service: Callable[[], Kairos], *, stateless: bool,
                log_level: str, say: Callable[[str], None]) -> None:
-    import uvicorn
-
-    from .api import check_bind, create_app
+    """Serve MCP and REST in ``settings.workers`` processes (KAIROS_WORKERS, --workers)."""
+    from .api import check_bind
     from .domain import limits
-    from .mcp import ServiceRef, build_server
 
     tokens = tokens_of(settings)
     limits.configure(settings)
-    bind, port = str(settings.host), int(settings.port)
+    bind, port, workers = str(settings.host), int(settings.port), int(settings.workers)
     problem = check_bind(bind, tokens)
     if problem:
         raise ServeError(problem)
-    sock = listen(bind, port)
+    socks = listen_all(bind, port, workers)
     try:
         if tokens:
             spaces = ", ".join(sorted(set(tokens.values())))
@@ -83,21 +95,43 @@ def serve_http(settings: Settings, service: Callable[[], Kairos], *, stateless: 
             say(f"No API tokens configured: listening on {bind} only, without "
                 "authentication. Set KAIROS_API_TOKENS or KAIROS_TOKENS_FILE to serve a "
                 "network.")
-        k = service()
-        try:
-            load = getattr(k.embedder, "load", None)
-            if load is not None:
-                load()  # the local model, before the first request rather than during it
-            web = create_app(k, tokens=tokens, host=bind, mcp_stateless=stateless,
-                             mcp_factory=partial(build_server, ServiceRef.of(k)))
-            base = f"http://{bind}:{port}"
-            say(f"KAIROS on {base}: MCP {base}/mcp, REST {base}/api/v1, docs {base}/docs")
-            config = uvicorn.Config(web, host=bind, port=port, log_level=log_level)
-            uvicorn.Server(config).run(sockets=[sock])
-        finally:
-            k.close()
+        base = f"http://{bind}:{port}"
+        banner = f"KAIROS on {base}: MCP {base}/mcp, REST {base}/api/v1, docs {base}/docs"
+        run = partial(_serve, service, tokens, bind, port, stateless=stateless,
+                      log_level=log_level)
+        if workers == 1:
+            run(socks[0], partial(say, banner))
+        else:
+            from .workers import supervise
+
+            supervise(socks, run, say=say, banner=f"{banner} ({workers} worker processes)")
     finally:
-        sock.close()
+        for sock in set(socks):
+            sock.close()
+
+
+def _serve(service: Callable[[], Kairos], tokens: dict[str, str], bind: str, port: int,
+           sock: socket.socket, ready: Callable[[], None], *, stateless: bool,
+           log_level: str) -> None:
+    """One server process: the service, its model loaded, then uvicorn on ``sock``;
+    ``ready`` is called just before the first request can arrive."""
+    import uvicorn
+
+    from .api import create_app
+    from .mcp import ServiceRef, build_server
+
+    k = service()
+    try:
+        load = getattr(k.embedder, "load", None)
+        if load is not None:
+            load()  # the local model, before the first request rather than during it
+        web = create_app(k, tokens=tokens, host=bind, mcp_stateless=stateless,
+                         mcp_factory=partial(build_server, ServiceRef.of(k)))
+        ready()
+        config = uvicorn.Config(web, host=bind, port=port, log_level=log_level)
+        uvicorn.Server(config).run(sockets=[sock])
+    finally:
+        k.close()
 
 
 def serve_stdio(settings: Settings, server_url: str | None) -> None:

@@ -262,21 +262,42 @@ def serve(
     stateless: Annotated[bool, typer.Option(
         "--stateless", help="Serve MCP without transport sessions (replicas behind a load "
                             "balancer without sticky sessions).")] = False,
+    workers: Annotated[int | None, typer.Option(
+        metavar="N", help="Server processes sharing the address, each with its own copy of "
+                          "the model [default: KAIROS_WORKERS or 1].")] = None,
     log_level: Annotated[str, typer.Option(
         metavar="LEVEL", help=f"uvicorn log level: {', '.join(LOG_LEVELS)}.")] = "info",
 ) -> None:
-    """Serve MCP (streamable HTTP at /mcp) and REST (/api/v1) in one process."""
+    """Serve MCP (streamable HTTP at /mcp) and REST (/api/v1) in one process or N."""
     from ..server import ServeError, serve_http
 
     if log_level not in LOG_LEVELS:
         raise typer.BadParameter(f"{log_level!r} is not one of {', '.join(LOG_LEVELS)}",
                                  param_hint="'--log-level'")
-    settings = _settings(host=host, port=port)
+    settings = _settings(host=host, port=port, workers=workers)
     try:
         serve_http(settings, lambda: _service(settings, background=True), stateless=stateless,
                    log_level=log_level, say=out.note)
     except ServeError as exc:
         raise CliError(str(exc), exc.exit_code) from None
+
+
+@command()
+def migrate() -> None:
+    """Bring the database schema to the newest version, then exit (run it once before
+    starting replicas; `serve` does it too, one process at a time)."""
+    from ..store.db import make_engine
+    from ..store.db import migrate as upgrade
+
+    settings = _settings()
+    if not settings.database_url:
+        settings.home_path.mkdir(parents=True, exist_ok=True)
+    engine = make_engine(settings.url)
+    try:
+        revision = upgrade(engine)
+    finally:
+        engine.dispose()
+    out.note(f"schema at revision {revision} ({settings.url.split('@')[-1]})")
 
 
 @command("mcp")

@@ -10,7 +10,8 @@ from typing import Any
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Engine, create_engine, event
+from alembic.runtime.migration import MigrationContext
+from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.engine import Connection
 
 from .repo import Repo
@@ -66,13 +67,27 @@ def make_indexes(dialect: str) -> tuple[TextIndex, VectorIndex, bool]:
     raise ValueError(f"unsupported database backend {dialect!r}: use SQLite or PostgreSQL")
 
 
-def migrate(engine: Engine) -> None:
-    """Bring the schema to the newest migration (idempotent)."""
+#: The key of the PostgreSQL advisory lock that one migration at a time holds.
+MIGRATION_LOCK_KEY = 0x6B6169726F73  # "kairos"
+
+
+def migrate(engine: Engine) -> str | None:
+    """Bring the schema to the newest migration (idempotent) and return its revision.
+
+    One migration at a time, across processes too: replicas that start together would
+    otherwise race to create the same tables. PostgreSQL: an advisory lock held by the
+    migrating transaction (DDL is transactional there, so a waiter then finds the schema
+    at head). SQLite: the transaction begins IMMEDIATE, which takes the file's write lock
+    up front."""
     cfg = Config(str(_HERE / "alembic.ini"))
     cfg.set_main_option("script_location", str(_HERE / "migrations"))
-    with _MIGRATE_LOCK, engine.begin() as conn:
+    with (_MIGRATE_LOCK, engine.connect().execution_options(kairos_write=True) as conn,
+          conn.begin()):
+        if conn.dialect.name == "postgresql":
+            conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK_KEY})
         cfg.attributes["connection"] = conn
         command.upgrade(cfg, "head")
+        return MigrationContext.configure(conn).get_current_revision()
 
 
 class Store:

@@ -3,8 +3,6 @@ may reach a different replica on every call (SQLite file or PostgreSQL alike).""
 
 from __future__ import annotations
 
-import os
-import socket
 import subprocess
 import sys
 import time
@@ -16,40 +14,18 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.conftest import PG_URL
+from tests.replicas.serving import free_port, server_env, wait_healthy
 from tests.spec.seedkit import THREE_STEPS, shell_ok
 
 pytestmark = pytest.mark.slow
 
 
-def _port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _wait_healthy(url: str, proc: subprocess.Popen[bytes], deadline: float) -> None:
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"replica exited with {proc.returncode}")
-        try:
-            if httpx.get(f"{url}/health", timeout=1).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.1)  # polling a process we do not control; bounded by the deadline
-    raise TimeoutError(f"{url} did not become healthy")
-
-
 @pytest.fixture
 def replicas(home: Path) -> Iterator[list[str]]:
-    env = {**os.environ, "KAIROS_HOME": str(home), "KAIROS_EMBEDDER": "none",
-           "KAIROS_API_TOKENS": ""}
-    if PG_URL:
-        env["KAIROS_DATABASE_URL"] = PG_URL
+    env = server_env(home)
     procs, urls = [], []
     for _ in range(2):
-        port = _port()
+        port = free_port()
         procs.append(subprocess.Popen(
             [sys.executable, "-m", "kairos.cli.main", "serve", "--port", str(port),
              "--log-level", "warning"], env=env, stdout=subprocess.DEVNULL,
@@ -58,7 +34,7 @@ def replicas(home: Path) -> Iterator[list[str]]:
     try:
         deadline = time.monotonic() + 60
         for url, proc in zip(urls, procs, strict=True):
-            _wait_healthy(url, proc, deadline)
+            wait_healthy(url, proc, deadline)
         yield urls
     finally:
         for proc in procs:
