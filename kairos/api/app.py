@@ -21,7 +21,8 @@ from starlette.exceptions import HTTPException
 from kairos.domain.errors import INTERNAL_ERROR
 
 from .. import version
-from ..domain.errors import NOT_FOUND, AuthError, KairosError, ValidationError
+from ..domain.errors import NOT_FOUND, AuthError, KairosError
+from ..domain.requests import invalid
 from ..service import Kairos
 from .auth import LOCAL_HOSTS, BearerAuth, identify
 from .browse import router as browse_router
@@ -44,21 +45,6 @@ McpFactory = Callable[..., Any]
 never imports the MCP surface."""
 
 
-_TYPE_TAGS = {"str", "int", "float", "bool", "dict", "list", "none", "literal"}
-
-
-def _field(error: Mapping[str, Any]) -> str:
-    """The request field a pydantic error is about: without the location prefix, the
-    union member tags (``uris.str``) or a JSON decoder's character offset."""
-    if error.get("type") == "json_invalid":
-        return "body"
-    parts = [str(p) for p in error.get("loc", ())]
-    if parts and parts[0] in ("body", "query", "path", "header"):
-        parts = parts[1:]
-    parts = [p for p in parts if "[" not in p and p.lower() not in _TYPE_TAGS]
-    return ".".join(parts) or "body"
-
-
 async def _kairos_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, KairosError)
     headers = {"WWW-Authenticate": 'Bearer realm="kairos"'} if isinstance(exc, AuthError) else None
@@ -67,13 +53,7 @@ async def _kairos_error(request: Request, exc: Exception) -> Response:
 
 async def _validation_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, RequestValidationError)
-    problems = [{"field": _field(e), "message": e.get("msg", ""),
-                 "type": e.get("type", "")} for e in exc.errors()]
-    first = problems[0] if problems else {"field": "body", "message": "invalid request"}
-    error = ValidationError(first["field"], first["message"],
-                            message=f"Invalid {first['field']}: {first['message']}.",
-                            details={"errors": problems})
-    return JSONResponse(error.to_dict(), status_code=422)
+    return JSONResponse(invalid(exc.errors(), located=True).to_dict(), status_code=422)
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:

@@ -11,8 +11,8 @@ from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException
 
 from ..domain import limits
+from ..domain.requests import Validate
 from ..domain.texts import URI_PREFIX
-from .models import _Closed
 from .routes import C
 
 StepId = Annotated[str, Path(description="The uuid of any step URI of the protocol.")]
@@ -85,10 +85,6 @@ class Quality(BaseModel):
     chain_label: str
     bucket: Literal["day"]
     series: list[QualityPoint]
-
-
-class ValidateRequest(_Closed):
-    markdown_doc: str = Field(description="The markdown a mint would receive.")
 
 
 class ValidationProblem(BaseModel):
@@ -224,7 +220,7 @@ def list_protocols(c: C, limit: Limit = 20, offset: Offset = 0,
 
 @router.post("/protocols/validate", response_model=Validation,
              summary="Parse markdown as a mint would, without storing it")
-def validate(body: ValidateRequest, c: C) -> Any:
+def validate(body: Validate, c: C) -> Any:
     return c.kairos.validate_markdown(body.markdown_doc, c.caller)
 
 

@@ -10,10 +10,10 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Path, Query, Request
 
+from ..domain import requests as rq
 from ..domain.errors import ValidationError
 from ..domain.texts import URI_PREFIX
 from ..service import Caller, Kairos
-from . import models as m
 from .auth import identify
 
 Body = dict[str, Any]
@@ -38,13 +38,13 @@ entries = APIRouter(prefix="/api/v1", tags=["entries"])
 # --- protocols ---------------------------------------------------------------------------
 
 @protocols.post("/protocols", status_code=201, summary="Mint markdown as protocols")
-def mint(body: m.MintRequest, c: C) -> Body:
+def mint(body: rq.Mint, c: C) -> Body:
     return c.kairos.mint(body.markdown_doc, c.caller, llm_model_id=body.llm_model_id,
                          force_update=body.force_update)
 
 
 @protocols.post("/protocols/search", summary="kairos_search: find a protocol")
-def search_protocols(body: m.ProtocolSearchRequest, c: C) -> Body:
+def search_protocols(body: rq.Search, c: C) -> Body:
     return c.kairos.search(body.query, c.caller, limit=body.limit)
 
 
@@ -55,30 +55,30 @@ def dump(step_id: Annotated[str, Path(description="The uuid of a step URI.")], c
 
 
 @protocols.post("/protocols/update", summary="kairos_update: change steps")
-def update(body: m.UpdateRequest, c: C) -> Body:
+def update(body: rq.Update, c: C) -> Body:
     return c.kairos.update(body.uris, c.caller, markdown_doc=body.markdown_doc,
                            updates=body.updates)
 
 
 @protocols.post("/protocols/delete", summary="kairos_delete: delete steps or protocols")
-def delete(body: m.DeleteRequest, c: C) -> Body:
+def delete(body: rq.Delete, c: C) -> Body:
     return c.kairos.delete(body.uris, c.caller, protocol=body.protocol)
 
 
 # --- runs --------------------------------------------------------------------------------
 
 @runs.post("/begin", summary="kairos_begin: start a run")
-def begin(body: m.BeginRequest, c: C) -> Body:
+def begin(body: rq.Begin, c: C) -> Body:
     return c.kairos.begin(body.uri, c.caller)
 
 
 @runs.post("/next", summary="kairos_next: answer a challenge, get the next step")
-def next_step(body: m.NextRequest, c: C) -> Body:
+def next_step(body: rq.Next, c: C) -> Body:
     return c.kairos.next(body.uri, body.solution, c.caller)
 
 
 @runs.post("/attest", summary="kairos_attest: finish a run")
-def attest(body: m.AttestRequest, c: C) -> Body:
+def attest(body: rq.Attest, c: C) -> Body:
     return c.kairos.attest(body.uri, body.outcome, body.message, c.caller,
                            quality_bonus=body.quality_bonus, llm_model_id=body.llm_model_id,
                            solution=body.solution)
@@ -103,32 +103,28 @@ def verify(run_id: str, c: C) -> Body:
 # --- entries, the unified search and its sessions (seed 002) -----------------------------
 
 @entries.post("/search", summary="Unified search of experiences and manuals")
-def search(body: m.UnifiedSearchRequest, c: C) -> Body:
-    return c.kairos.search_entries(body.model_dump(exclude_unset=True), c.caller,
-                                   session_id=c.session)
+def search(body: rq.SearchEntries, c: C) -> Body:
+    return c.kairos.search_entries(body, c.caller, session_id=c.session)
 
 
 @entries.post("/entries/read", summary="Read entries by id")
-def read_entries(body: m.ReadEntriesRequest, c: C) -> Body:
-    return c.kairos.read_entries(body.model_dump(exclude_unset=True), c.caller,
-                                 session_id=c.session)
+def read_entries(body: rq.ReadEntries, c: C) -> Body:
+    return c.kairos.read_entries(body, c.caller, session_id=c.session)
 
 
 @entries.post("/entries", status_code=201, summary="Write an experience or a manual")
-def write_entry(body: m.WriteEntryRequest, c: C) -> Body:
-    return c.kairos.write_entry(body.model_dump(exclude_unset=True) | {
-        "entity_type": body.entity_type}, c.caller)
+def write_entry(body: rq.WriteEntry, c: C) -> Body:
+    return c.kairos.write_entry(body, c.caller)
 
 
 @entries.patch("/entries/{entity_id}", summary="Change fields of an entry")
-def patch_entry(entity_id: str, body: m.EntryFields, c: C) -> Body:
-    return c.kairos.update_entry({"entity_id": entity_id,
-                                  "updates": body.model_dump(exclude_unset=True)}, c.caller)
+def patch_entry(entity_id: str, body: rq.EntryFields, c: C) -> Body:
+    return c.kairos.update_entry(rq.UpdateEntry(entity_id=entity_id, updates=body), c.caller)
 
 
 @entries.post("/entries/update", summary="Change fields of an entry")
-def update_entry(body: m.UpdateEntryRequest, c: C) -> Body:
-    return c.kairos.update_entry(body.model_dump(), c.caller)
+def update_entry(body: rq.UpdateEntry, c: C) -> Body:
+    return c.kairos.update_entry(body, c.caller)
 
 
 @entries.get("/categories", summary="Categories of experiences and manuals")
@@ -145,7 +141,7 @@ def session(c: C, session_id: str | None = None) -> Body:
 
 
 @entries.post("/search/session/cited", summary="Record entries the answer cited")
-def cited(body: m.CiteRequest, c: C) -> Body:
+def cited(body: rq.Cite, c: C) -> Body:
     return c.kairos.cite(body.session_id, body.ids, c.caller)
 
 

@@ -53,6 +53,9 @@ CONTENT_CHARS = 100_000  # a manual's content
 AUTHOR_CHARS = 200
 ENTRY_TITLE_CHARS = 120  # an experience's or a manual's title
 COMMENT_MIN_LENGTH_MAX = 10_000
+QUERY_CHARS = 2_000  # a search query
+SEARCH_LIMIT = 25  # results per search page (seed 002: small pages for LLM contexts)
+SNIPPET_MIN, SNIPPET_DEFAULT, SNIPPET_MAX = 80, 320, 640  # characters of a snippet
 SHELL_TIMEOUT_MAX_SECONDS = 86_400
 
 _current = Limits()
@@ -180,8 +183,13 @@ __all__ = [
     "MODEL_ID_CHARS",
     "OFFSET_MAX",
     "PLAYBOOK_CHARS",
+    "QUERY_CHARS",
+    "SEARCH_LIMIT",
     "SETTINGS",
     "SHELL_TIMEOUT_MAX_SECONDS",
+    "SNIPPET_DEFAULT",
+    "SNIPPET_MAX",
+    "SNIPPET_MIN",
     "Limits",
     "bad_text",
     "check_json_depth",

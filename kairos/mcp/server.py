@@ -1,9 +1,9 @@
 """The KAIROS MCP server, on the SDK's low-level ``Server``.
 
-The low-level server lets us publish hand-written schemas and return exact JSON bodies
-(success and error) as both text and structured content. It does not validate arguments,
-so we do (top-level shape only), and it leaks exception text to the client when a handler
-raises, so every exception is turned into a tool result here.
+The low-level server lets us publish the request models' schemas and return exact JSON
+bodies (success and error) as both text and structured content. It does not validate
+arguments, so we do (``domain.requests.parse``), and it leaks exception text to the
+client when a handler raises, so every exception is turned into a tool result here.
 
 The service is reached through a ``ServiceRef`` so that a stdio process can answer
 ``initialize`` and ``tools/list`` before the database layer is even imported.
@@ -26,7 +26,8 @@ from mcp.server import Server, ServerRequestContext
 from kairos.domain.errors import INTERNAL_ERROR
 
 from ..domain import limits
-from ..domain.errors import KairosError, NotFoundError, ValidationError
+from ..domain.errors import KairosError, NotFoundError
+from ..domain.requests import parse
 from .tools import INSTRUCTIONS, REGISTRY, TOOLS, Call, ToolSpec
 
 if TYPE_CHECKING:
@@ -110,60 +111,9 @@ def result(body: dict[str, Any], *, error: bool = False) -> types.CallToolResult
                                 structured_content=body, is_error=error)
 
 
-@cache
-def _validator(name: str) -> Any:
-    import jsonschema
-
-    return jsonschema.Draft202012Validator(REGISTRY[name].input_schema)
-
-
-def _schema_error(spec: ToolSpec, error: Any) -> ValidationError:
-    """A jsonschema error as the service's own ValidationError shape, naming the field."""
-    path = [str(p) for p in error.absolute_path]
-    kind = error.validator
-    properties = sorted(error.schema.get("properties", {})) if isinstance(error.schema,
-                                                                             dict) else []
-    if kind == "required":
-        missing = [k for k in error.validator_value if k not in error.instance]
-        field = ".".join([*path, *missing[:1]])
-        return ValidationError(field, "a value",
-                               message=f"Missing required argument '{field}' for {spec.name}.")
-    if kind == "additionalProperties":
-        extra = sorted(set(error.instance) - set(properties))
-        field = ".".join([*path, *extra[:1]])
-        expected = "one of: " + ", ".join(properties) if properties else "no arguments"
-        return ValidationError(field, expected,
-                               message=f"Unknown argument '{field}' for {spec.name}; "
-                                       f"expected {expected}.")
-    field = ".".join(path) or "arguments"
-    return ValidationError(field, _expected(error),
-                           message=f"Invalid {field} for {spec.name}: {error.message}.")
-
-
-def _expected(error: Any) -> str:
-    kind, value = error.validator, error.validator_value
-    if kind == "anyOf":
-        kinds = [str(option.get("type", "value")) for option in value]
-        return "a value of type " + " or ".join(kinds)
-    if kind == "type":
-        names = value if isinstance(value, list) else [value]
-        return "a value of type " + " or ".join(map(str, names))
-    if kind == "enum":
-        return "one of " + ", ".join(map(str, value))
-    if kind == "minItems":
-        return f"at least {value} item(s)"
-    if kind == "minProperties":
-        return f"an object with at least {value} field(s)"
-    return str(error.message)
-
-
-def check_arguments(spec: ToolSpec, arguments: dict[str, Any]) -> None:
-    """Raise the ValidationError of the most relevant schema violation, if any."""
-    import jsonschema
-
-    error = jsonschema.exceptions.best_match(_validator(spec.name).iter_errors(arguments))
-    if error is not None:
-        raise _schema_error(spec, error)
+def check_arguments(spec: ToolSpec, arguments: dict[str, Any]) -> Any:
+    """The arguments as the tool's request model, or the ValidationError naming the field."""
+    return parse(spec.model, arguments, context=spec.name)
 
 
 def tool_list() -> list[types.Tool]:
@@ -198,11 +148,11 @@ def build_server(service: ServiceRef, *, identify: Identify,
                                     f"{', '.join(REGISTRY)}.", field="name")
             arguments = dict(params.arguments or {})
             limits.check_value(arguments)
-            check_arguments(spec, arguments)
+            request = check_arguments(spec, arguments)
             call = Call(*identify(ctx.request))
             handler = spec.handler
             body = await anyio.to_thread.run_sync(
-                lambda: handler(service.get(), arguments, call))
+                lambda: handler(service.get(), request, call))
             response = result(body)
         except KairosError as exc:
             outcome = "error"

@@ -1,19 +1,16 @@
-"""The MCP tool table: one row per tool, with its hand-written JSON input schema, the text
-that teaches an agent how to use it, and a handler that calls the service.
-
-Handlers only map arguments onto service calls; every rule lives in the service. Schemas
-check the top-level shape (so a typo in an argument name is named in the error) and
-leave deep checks (URIs, solutions, entry bodies) to the service, whose errors are the
-contract.
+"""The MCP tool table: one row per tool, with its request model (``domain.requests``, which
+also gives the tool its input schema), the text that teaches an agent how to use it, and a
+handler that maps the validated request onto one service call.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from ..domain.limits import MODEL_ID_CHARS
+from ..domain import requests as rq
 
 if TYPE_CHECKING:  # the service pulls in the database layer; import it only when called
     from ..service import Caller, Kairos
@@ -29,7 +26,7 @@ class Call:
     session_id: str | None
 
 
-Handler = Callable[["Kairos", JSON, Call], JSON]
+Handler = Callable[["Kairos", Any, Call], JSON]
 
 
 @dataclass(frozen=True)
@@ -37,111 +34,70 @@ class ToolSpec:
     name: str
     title: str
     description: str
-    input_schema: JSON
+    model: type[rq.Request]
     handler: Handler
     read_only: bool = False
 
-
-# --- schema fragments --------------------------------------------------------------------
-
-URI = {"type": "string", "description": "A step URI, kairos://mem/<uuid>."}
-URIS = {
-    "description": "One step URI or a list of them (kairos://mem/<uuid>).",
-    "anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}, "minItems": 1}],
-}
-SOLUTION = {
-    "type": "object",
-    "description": (
-        "The answer to the challenge you were shown. Always copy `type`, `nonce` and "
-        "`proof_hash` from that challenge, then add the body for its type:\n"
-        '- shell: {"shell": {"exit_code": 0, "stdout": "...", "stderr": "", '
-        '"duration_seconds": 0.2}}\n'
-        '- mcp: {"mcp": {"tool_name": "...", "arguments": {...}, "result": {...}, '
-        '"success": true}}\n'
-        '- user_input: {"user_input": {"confirmation": "yes", "timestamp": "<ISO-8601>"}}\n'
-        '- comment: {"comment": {"text": "<at least min_length characters>"}}\n'
-        "Report what really happened: a failed command is reported with its real exit code."
-    ),
-    "properties": {
-        "type": {"type": "string", "enum": ["shell", "mcp", "user_input", "comment"]},
-        "nonce": {"type": "string", "description": "challenge.nonce, unchanged."},
-        "proof_hash": {"type": "string", "description": "challenge.proof_hash, unchanged."},
-        "shell": {"type": "object"},
-        "mcp": {"type": "object"},
-        "user_input": {"type": "object"},
-        "comment": {"type": "object"},
-    },
-    "required": ["type"],
-}
-ENTITY_TYPE = {"type": "string", "enum": ["experience", "manual"]}
-FIELDS: JSON = {"type": "array", "items": {"type": "string"}}
+    @cached_property
+    def input_schema(self) -> JSON:
+        """Generated from the request model: the schema agents see is the one enforced."""
+        return rq.json_schema(self.model)
 
 
-def _obj(properties: JSON, required: list[str] | None = None, *, closed: bool = True) -> JSON:
-    schema: JSON = {"type": "object", "properties": properties}
-    if required:
-        schema["required"] = required
-    if closed:
-        schema["additionalProperties"] = False
-    return schema
+# --- handlers: each gets its validated request model ---------------------------------------
 
 
-# --- handlers ----------------------------------------------------------------------------
+def _search(k: Kairos, a: Any, c: Call) -> JSON:
+    return k.search(a.query, c.caller, limit=a.limit, notice=True)
 
 
-def _search(k: Kairos, a: JSON, c: Call) -> JSON:
-    return k.search(a["query"], c.caller, limit=a.get("limit"), notice=True)
+def _begin(k: Kairos, a: Any, c: Call) -> JSON:
+    return k.begin(a.uri, c.caller)
 
 
-def _begin(k: Kairos, a: JSON, c: Call) -> JSON:
-    return k.begin(a["uri"], c.caller)
+def _next(k: Kairos, a: Any, c: Call) -> JSON:
+    return k.next(a.uri, a.solution, c.caller)
 
 
-def _next(k: Kairos, a: JSON, c: Call) -> JSON:
-    return k.next(a["uri"], a["solution"], c.caller)
+def _attest(k: Kairos, a: Any, c: Call) -> JSON:
+    return k.attest(a.uri, a.outcome, a.message, c.caller, quality_bonus=a.quality_bonus,
+                    llm_model_id=a.llm_model_id, solution=a.solution)
 
 
-def _attest(k: Kairos, a: JSON, c: Call) -> JSON:
-    return k.attest(a["uri"], a["outcome"], a["message"], c.caller,
-                    quality_bonus=a.get("quality_bonus", 0.0),
-                    llm_model_id=a.get("llm_model_id"), solution=a.get("solution"))
+def _mint(k: Kairos, a: Any, c: Call) -> JSON:
+    return k.mint(a.markdown_doc, c.caller, llm_model_id=a.llm_model_id,
+                  force_update=a.force_update)
 
 
-def _mint(k: Kairos, a: JSON, c: Call) -> JSON:
-    return k.mint(a["markdown_doc"], c.caller, llm_model_id=a.get("llm_model_id"),
-                  force_update=a.get("force_update", False))
+def _update(k: Kairos, a: Any, c: Call) -> JSON:
+    return k.update(a.uris, c.caller, markdown_doc=a.markdown_doc, updates=a.updates)
 
 
-def _update(k: Kairos, a: JSON, c: Call) -> JSON:
-    return k.update(a["uris"], c.caller, markdown_doc=a.get("markdown_doc"),
-                    updates=a.get("updates"))
+def _delete(k: Kairos, a: Any, c: Call) -> JSON:
+    return k.delete(a.uris, c.caller, protocol=a.protocol)
 
 
-def _delete(k: Kairos, a: JSON, c: Call) -> JSON:
-    return k.delete(a["uris"], c.caller, protocol=a.get("protocol", False))
+def _dump(k: Kairos, a: Any, c: Call) -> JSON:
+    return k.dump(a.uri, c.caller, protocol=a.protocol)
 
 
-def _dump(k: Kairos, a: JSON, c: Call) -> JSON:
-    return k.dump(a["uri"], c.caller, protocol=a.get("protocol", False))
+def _search_entries(k: Kairos, a: Any, c: Call) -> JSON:
+    return k.search_entries(a, c.caller, session_id=c.session_id)
 
 
-def _search_entries(k: Kairos, a: JSON, c: Call) -> JSON:
-    return k.search_entries(dict(a), c.caller, session_id=c.session_id)
+def _read_entries(k: Kairos, a: Any, c: Call) -> JSON:
+    return k.read_entries(a, c.caller, session_id=c.session_id)
 
 
-def _read_entries(k: Kairos, a: JSON, c: Call) -> JSON:
-    return k.read_entries(dict(a), c.caller, session_id=c.session_id)
+def _write_entry(k: Kairos, a: Any, c: Call) -> JSON:
+    return k.write_entry(a, c.caller)
 
 
-def _write_entry(k: Kairos, a: JSON, c: Call) -> JSON:
-    return k.write_entry(dict(a), c.caller)
+def _update_entry(k: Kairos, a: Any, c: Call) -> JSON:
+    return k.update_entry(a, c.caller)
 
 
-def _update_entry(k: Kairos, a: JSON, c: Call) -> JSON:
-    return k.update_entry(dict(a), c.caller)
-
-
-def _list_categories(k: Kairos, a: JSON, c: Call) -> JSON:
+def _list_categories(k: Kairos, a: Any, c: Call) -> JSON:
     return k.list_categories(c.caller)
 
 
@@ -157,11 +113,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         "protocol). Pick one and do exactly what its `next_action` says — usually "
         "kairos_begin with its uri. `degraded: true` in the response means the matches "
         "were ranked by text alone (`provider_hint` says why): try other words if none fits.",
-        _obj({"query": {"type": "string",
-                        "description": "What the user wants done, in a few words."},
-              "limit": {"type": "integer",
-                        "description": "Maximum number of matches, 1 to 25 (default 10)."}},
-             ["query"]),
+        rq.Search,
         _search, read_only=True),
     ToolSpec(
         "kairos_begin", "Start a protocol run",
@@ -170,7 +122,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         "a `challenge` (how to prove you did it, with a single-use `nonce` and the "
         "`proof_hash` to echo) and `next_action`. Do the step, then follow next_action: "
         "call kairos_next with the uri it names and your solution.",
-        _obj({"uri": URI}, ["uri"]),
+        rq.Begin,
         _begin),
     ToolSpec(
         "kairos_next", "Answer a challenge and get the next step",
@@ -180,7 +132,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         "refused the response has `error_code` and a fresh challenge: retry with the nonce "
         "and proof_hash from THAT response. When the response says the protocol is "
         "completed, call kairos_attest as its next_action says.",
-        _obj({"uri": URI, "solution": SOLUTION}, ["uri", "solution"]),
+        rq.Next,
         _next),
     ToolSpec(
         "kairos_attest", "Finish a run",
@@ -189,15 +141,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         "when the last step shows a challenge, include its `solution` here (same shape as in "
         "kairos_next). Outcomes teach search which protocols work. To abort a run, attest "
         "the refused step with outcome failure.",
-        _obj({"uri": URI,
-              "outcome": {"type": "string", "enum": ["success", "failure"]},
-              "message": {"type": "string", "description": "What happened, for the record."},
-              "quality_bonus": {"type": "number",
-                                "description": "Optional bonus for an excellent run."},
-              "llm_model_id": {"type": "string", "maxLength": MODEL_ID_CHARS,
-                               "description": "The model that ran the protocol."},
-              "solution": SOLUTION},
-             ["uri", "outcome", "message"]),
+        rq.Attest,
         _attest),
     ToolSpec(
         "kairos_mint", "Store a protocol",
@@ -206,11 +150,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         "`mcp <tool_name>`, `user_input \"<prompt>\"` or `comment min_length=<n>`. Returns "
         "the protocol's step URIs. A title that already exists is refused "
         "(DUPLICATE_CHAIN) unless force_update is true.",
-        _obj({"markdown_doc": {"type": "string"},
-              "llm_model_id": {"type": "string", "maxLength": MODEL_ID_CHARS},
-              "force_update": {"type": "boolean", "default": False,
-                               "description": "Replace a protocol with the same title."}},
-             ["markdown_doc"]),
+        rq.Mint,
         _mint),
     ToolSpec(
         "kairos_update", "Change protocol steps",
@@ -218,33 +158,21 @@ TOOLS: tuple[ToolSpec, ...] = (
         "(the new step body, optionally starting with `## New label`; one string for all "
         "uris or a list with one per uri) or `updates` {label, content}. The step's "
         "challenge is re-read from the new text. Built-in protocols are read-only.",
-        _obj({"uris": URIS,
-              "markdown_doc": {"anyOf": [{"type": "string"},
-                                         {"type": "array", "items": {"type": "string"}}]},
-              "updates": {"type": "object",
-                          "properties": {"label": {"type": "string"},
-                                         "content": {"type": "string"}}}},
-             ["uris"]),
+        rq.Update,
         _update),
     ToolSpec(
         "kairos_delete", "Delete protocol steps",
         "Delete steps by uri (the remaining steps close up), or whole protocols with "
         "protocol=true. Deleting the only step of a protocol deletes the protocol. Each uri "
         "gets its own result, so one bad uri does not stop the others.",
-        _obj({"uris": URIS,
-              "protocol": {"type": "boolean", "default": False,
-                           "description": "Delete the whole protocol each uri belongs to."}},
-             ["uris"]),
+        rq.Delete,
         _delete),
     ToolSpec(
         "kairos_dump", "Read a protocol as markdown",
         "Show one step (its content, challenge and markdown) or, with protocol=true, the "
         "whole protocol as the markdown kairos_mint accepts — edit it and mint it back with "
         "force_update to change several steps at once.",
-        _obj({"uri": URI,
-              "protocol": {"type": "boolean", "default": False,
-                           "description": "Return the whole protocol's markdown."}},
-             ["uri"]),
+        rq.Dump,
         _dump, read_only=True),
     ToolSpec(
         "search_entries", "Search experiences and manuals",
@@ -254,25 +182,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         "was degraded. Entries this conversation already saw are down-ranked "
         "(downrank_viewed, default true) or dropped (hide_viewed). Ask for full bodies "
         "with `fields` (e.g. [\"playbook\"]) or fetch them with read_entries.",
-        _obj({"query": {"type": "string", "description": "What you need to know."},
-              "types": {"type": "array", "items": {"type": "string",
-                                                   "enum": ["experience", "manual",
-                                                            "protocol"]},
-                        "description": "Default [\"experience\", \"manual\"]."},
-              "category": {"type": "string", "description": "A code from list_categories."},
-              "limit": {"type": "integer", "description": "1 to 25, default 10."},
-              "offset": {"type": "integer", "description": "Skip this many results."},
-              "min_score": {"type": "number",
-                            "description": "0 to 1; default 0.50 (vector) / 0.35 (text)."},
-              "filters": {"type": "object", "description": "Exact match on author, section.",
-                          "properties": {"author": {"type": "string"},
-                                         "section": {"type": "string"}}},
-              "snippet_len": {"type": "integer", "description": "80 to 640, default 320."},
-              "fields": {**FIELDS, "description": "Extra fields to return in full, "
-                                                  "e.g. [\"playbook\"]."},
-              "hide_viewed": {"type": "boolean", "default": False},
-              "downrank_viewed": {"type": "boolean", "default": True}},
-             ["query"]),
+        rq.SearchEntries,
         _search_entries, read_only=True),
     ToolSpec(
         "read_entries", "Read experiences or manuals",
@@ -280,11 +190,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         "bodies; fields=[\"preview\"] returns previews only; any other list is an "
         "allow-list of fields. An unknown field is an error naming it. Ids not found are "
         "listed in `missing`.",
-        _obj({"ids": {"type": "array", "items": {"type": "string"}, "minItems": 1},
-              "fields": FIELDS,
-              "snippet_len": {"type": "integer",
-                              "description": "Preview length, 80 to 640."}},
-             ["ids"]),
+        rq.ReadEntries,
         _read_entries, read_only=True),
     ToolSpec(
         "write_entry", "Record an experience or a manual",
@@ -294,31 +200,20 @@ TOOLS: tuple[ToolSpec, ...] = (
         "category code from list_categories. A duplicate check runs on every write: similar "
         "entries come back in the response, and recommendation \"review_first\" means a "
         "near-duplicate exists — review it and prefer update_entry.",
-        _obj({"entity_type": ENTITY_TYPE,
-              "category": {"type": "string", "description": "A code from list_categories."},
-              "title": {"type": "string"},
-              "playbook": {"type": "string", "description": "experience: what to do."},
-              "context": {"type": "string", "description": "experience: when it applies."},
-              "section": {"type": "string", "enum": ["useful", "harmful", "contextual"]},
-              "content": {"type": "string", "description": "manual: the document."},
-              "summary": {"type": "string", "description": "manual: a short summary."},
-              "author": {"type": "string"}},
-             ["entity_type", "category", "title"]),
+        rq.WriteEntry,
         _write_entry),
     ToolSpec(
         "update_entry", "Change an experience or a manual",
         "Change fields of an existing entry: `entity_id` and `updates` with the fields to "
         "change (experience: title, playbook, context, section, category, author; manual: "
         "title, content, summary, category, author). The duplicate check runs again.",
-        _obj({"entity_id": {"type": "string"},
-              "updates": {"type": "object", "minProperties": 1}},
-             ["entity_id", "updates"]),
+        rq.UpdateEntry,
         _update_entry),
     ToolSpec(
         "list_categories", "List categories",
         "List the categories (code, name, description) that experiences and manuals are "
         "filed under. Call it before write_entry or a category-scoped read_entries.",
-        _obj({}),
+        rq.ListCategories,
         _list_categories, read_only=True),
 )
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import re
 
-DEFAULT_LEN = 320
-MIN_LEN = 80
-MAX_LEN = 640
+from ..domain.limits import SNIPPET_DEFAULT, SNIPPET_MAX, SNIPPET_MIN
+
+DEFAULT_LEN, MIN_LEN, MAX_LEN = SNIPPET_DEFAULT, SNIPPET_MIN, SNIPPET_MAX
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n\s*\n|\n(?=\s*(?:[-*+]|\d+\.)\s)")
 _WORD = re.compile(r"[\w']+", re.UNICODE)
 _FENCE = re.compile(r"^\s*(?:```|~~~)[^\n]*$", re.MULTILINE)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..config import Settings, load_settings
 from ..domain import limits
+from ..domain import requests as rq
 from ..domain.errors import KairosError
+from ..domain.requests import parse
 from ..search.embedders import make_embedder
 from ..search.service import SearchService
 from ..store.db import Store
@@ -19,6 +21,14 @@ from .listing import Listing
 from .ports import Embedder
 from .protocols import Caller, ProtocolService
 from .runs import RunService
+
+Body = Mapping[str, Any]
+"""A request as plain JSON, validated into its model on the way in."""
+
+
+def _given(**values: Any) -> dict[str, Any]:
+    """Keyword arguments as a request body: an argument left at None takes the default."""
+    return {k: v for k, v in values.items() if v is not None}
 
 
 class Kairos:
@@ -55,13 +65,15 @@ class Kairos:
                limit: Any = None, notice: bool = False) -> dict[str, Any]:
         """kairos_search: matching protocols, then the refine and create choices; with
         ``notice``, plus ``degraded`` and the provider when text alone served it."""
-        return self.finder.kairos_search(query, caller, limit=limit, notice=notice)
+        req = parse(rq.Search, _given(query=query, limit=limit))
+        return self.finder.kairos_search(req, caller, notice=notice)
 
     # protocols
     def mint(self, markdown_doc: Any, caller: Caller = Caller(), *,
              llm_model_id: str | None = None, force_update: bool = False) -> dict[str, Any]:
-        return self.protocols.mint(markdown_doc, caller, llm_model_id=llm_model_id,
-                                   force_update=bool(force_update))
+        req = parse(rq.Mint, _given(markdown_doc=markdown_doc, llm_model_id=llm_model_id,
+                                    force_update=force_update))
+        return self.protocols.mint(req, caller)
 
     def mint_many(self, docs: Sequence[str], caller: Caller = Caller(), *,
                   force_update: bool = False) -> list[dict[str, Any] | KairosError]:
@@ -69,28 +81,36 @@ class Kairos:
 
     def update(self, uris: Any, caller: Caller = Caller(), *, markdown_doc: Any = None,
                updates: Any = None) -> dict[str, Any]:
-        return self.protocols.update(uris, caller, markdown_doc=markdown_doc, updates=updates)
+        req = parse(rq.Update, _given(uris=uris, markdown_doc=markdown_doc, updates=updates))
+        return self.protocols.update(req, caller)
 
     def delete(self, uris: Any, caller: Caller = Caller(), *,
                protocol: bool = False) -> dict[str, Any]:
-        return self.protocols.delete(uris, caller, protocol=protocol)
+        return self.protocols.delete(parse(rq.Delete, _given(uris=uris, protocol=protocol)),
+                                     caller)
 
     def dump(self, uri: Any, caller: Caller = Caller(), *,
              protocol: bool = False) -> dict[str, Any]:
-        return self.protocols.dump(uri, caller, protocol=protocol)
+        req = parse(rq.Dump, _given(uri=uri, protocol=protocol))
+        return self.protocols.dump(req.uri, caller, protocol=req.protocol)
 
     # execution
     def begin(self, uri: Any, caller: Caller = Caller()) -> dict[str, Any]:
-        return self.runs.begin(uri, caller)
+        return self.runs.begin(parse(rq.Begin, _given(uri=uri)).uri, caller)
 
     def next(self, uri: Any, solution: Any, caller: Caller = Caller()) -> dict[str, Any]:
-        return self.runs.next(uri, solution, caller)
+        req = parse(rq.Next, _given(uri=uri) | {"solution": solution})
+        return self.runs.next(req.uri, req.solution, caller)
 
     def attest(self, uri: Any, outcome: Any, message: Any, caller: Caller = Caller(), *,
                quality_bonus: Any = 0.0, llm_model_id: Any = None,
                solution: Any = None) -> dict[str, Any]:
-        return self.runs.attest(uri, outcome, message, caller, quality_bonus=quality_bonus,
-                                llm_model_id=llm_model_id, solution=solution)
+        req = parse(rq.Attest, _given(uri=uri, outcome=outcome, message=message,
+                                      quality_bonus=quality_bonus, llm_model_id=llm_model_id,
+                                      solution=solution))
+        return self.runs.attest(req.uri, req.outcome, req.message, caller,
+                                quality_bonus=req.quality_bonus,
+                                llm_model_id=req.llm_model_id, solution=req.solution)
 
     def verify_run(self, run_id: Any, caller: Caller = Caller()) -> dict[str, Any]:
         return self.runs.verify(run_id, caller)
@@ -133,19 +153,23 @@ class Kairos:
         return base
 
     # entries and the unified search (seed 002)
-    def search_entries(self, request: Any, caller: Caller = Caller(), *,
+    def search_entries(self, request: rq.SearchEntries | Body, caller: Caller = Caller(), *,
                        session_id: str | None = None) -> dict[str, Any]:
-        return self.entries.search_entries(request, caller, session_id=session_id)
+        return self.entries.search_entries(parse(rq.SearchEntries, request), caller,
+                                           session_id=session_id)
 
-    def read_entries(self, request: Any, caller: Caller = Caller(), *,
+    def read_entries(self, request: rq.ReadEntries | Body, caller: Caller = Caller(), *,
                      session_id: str | None = None) -> dict[str, Any]:
-        return self.entries.read_entries(request, caller, session_id=session_id)
+        return self.entries.read_entries(parse(rq.ReadEntries, request), caller,
+                                         session_id=session_id)
 
-    def write_entry(self, request: Any, caller: Caller = Caller()) -> dict[str, Any]:
-        return self.entries.write_entry(request, caller)
+    def write_entry(self, request: rq.WriteEntry | Body,
+                    caller: Caller = Caller()) -> dict[str, Any]:
+        return self.entries.write_entry(parse(rq.WriteEntry, request), caller)
 
-    def update_entry(self, request: Any, caller: Caller = Caller()) -> dict[str, Any]:
-        return self.entries.update_entry(request, caller)
+    def update_entry(self, request: rq.UpdateEntry | Body,
+                     caller: Caller = Caller()) -> dict[str, Any]:
+        return self.entries.update_entry(parse(rq.UpdateEntry, request), caller)
 
     def list_categories(self, caller: Caller = Caller()) -> dict[str, Any]:
         return self.entries.list_categories(caller)
@@ -154,7 +178,7 @@ class Kairos:
         return self.entries.session_info(session_id, caller)
 
     def cite(self, session_id: Any, ids: Any, caller: Caller = Caller()) -> dict[str, Any]:
-        return self.entries.cite(session_id, ids, caller)
+        return self.entries.cite(parse(rq.Cite, {"session_id": session_id, "ids": ids}), caller)
 
     # browsing (people and UIs): listings, overviews, one run, validation
     def browse_protocols(self, caller: Caller = Caller(), *, limit: Any = 20, offset: Any = 0,

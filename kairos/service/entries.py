@@ -3,6 +3,7 @@ session memory and the duplicate check on every write."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -10,21 +11,20 @@ from sqlalchemy import insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from ..domain import limits
+from ..domain import requests as rq
 from ..domain.errors import CONFLICT, ConflictError, NotFoundError, ValidationError
+from ..domain.requests import ENTRY_TYPES, FIELDS, SECTIONS
 from ..domain.uris import new_id, to_uri
 from ..search.documents import entry_doc, entry_table
 from ..search.service import DUPLICATE_SEQ, Hit, SearchService
 from ..search.sessions import valid_session_id
-from ..search.snippets import DEFAULT_LEN, MAX_LEN, MIN_LEN, make_snippet, truncate
+from ..search.snippets import DEFAULT_LEN, make_snippet, truncate
 from ..store import schema as t
 from ..store.db import Store
 from ..store.repo import Repo
 from .clock import now
-from .finding import check_query
 from .protocols import Caller
 
-TYPES = ("experience", "manual", "protocol")
-SECTIONS = ("useful", "harmful", "contextual")
 _GUARD_ATTEMPTS = 20
 DOWNRANK_FACTOR = 0.5
 MIN_SCORE_VECTOR = 0.50
@@ -41,14 +41,6 @@ STARTER_CATEGORIES = (
     ("tooling", "Tooling", "Editors, CLIs, build tools and their setup"),
     ("documentation", "Documentation", "Writing and keeping docs"),
 )
-FIELDS = {
-    "experience": ("entity_id", "entity_type", "category", "title", "playbook", "context",
-                   "section", "author", "created_at", "updated_at", "preview"),
-    "manual": ("entity_id", "entity_type", "category", "title", "content", "summary",
-               "author", "created_at", "updated_at", "preview"),
-    "protocol": ("entity_id", "entity_type", "title", "content", "tags", "updated_at",
-                 "preview"),
-}
 _BODY = {"experience": "playbook", "manual": "content", "protocol": "content"}
 
 
@@ -145,11 +137,10 @@ class EntryService:
 
     # --- writes ------------------------------------------------------------------------------
 
-    def write_entry(self, request: Any, caller: Caller) -> dict[str, Any]:
-        if not isinstance(request, dict):
-            raise ValidationError("request", "an object with entity_type, category, title, ...")
-        kind = request.get("entity_type", "experience")
-        values = self._validated(kind, request, self._category_codes(caller.space))
+    def write_entry(self, req: rq.WriteEntry, caller: Caller) -> dict[str, Any]:
+        kind = req.entity_type
+        values = self._validated(kind, req.model_dump(exclude_unset=True),
+                                 self._category_codes(caller.space))
         stamp = now()
         row = {"id": new_id(), "space": caller.space, "created_at": stamp,
                "updated_at": stamp, **values}
@@ -168,14 +159,10 @@ class EntryService:
         raise ConflictError(CONFLICT, "Other writers kept changing this space; retry.",
                             field="request")
 
-    def update_entry(self, request: Any, caller: Caller) -> dict[str, Any]:
-        if not isinstance(request, dict):
-            raise ValidationError("request", "an object with entity_id and updates")
-        entity_id = request.get("entity_id")
-        updates = request.get("updates")
-        if not isinstance(entity_id, str) or not entity_id:
-            raise ValidationError("entity_id", "the id of an experience or manual")
-        if not isinstance(updates, dict) or not updates:
+    def update_entry(self, req: rq.UpdateEntry, caller: Caller) -> dict[str, Any]:
+        entity_id = req.entity_id
+        updates = req.updates.model_dump(exclude_unset=True)
+        if not updates:
             raise ValidationError("updates", "an object with the fields to change")
         cats = self._category_codes(caller.space)
         for _ in range(_GUARD_ATTEMPTS):
@@ -236,26 +223,11 @@ class EntryService:
         keep = {"entity_id", "entity_type", "title", *fields}
         return {k: v for k, v in full.items() if k in keep}
 
-    def read_entries(self, request: Any, caller: Caller, *,
+    def read_entries(self, req: rq.ReadEntries, caller: Caller, *,
                      session_id: str | None = None) -> dict[str, Any]:
-        if not isinstance(request, dict):
-            raise ValidationError("request", "an object with ids")
-        ids = request.get("ids")
-        if isinstance(ids, str):
-            ids = [ids]
-        if not isinstance(ids, list) or not ids or not all(isinstance(i, str) for i in ids):
-            raise ValidationError("ids", "a non-empty list of entry ids")
-        fields = request.get("fields")
-        if fields is not None:
-            if not isinstance(fields, list) or not all(isinstance(f, str) for f in fields):
-                raise ValidationError("fields", "a list of field names")
-            allowed = set(FIELDS["experience"]) | set(FIELDS["manual"])
-            unknown = [f for f in fields if f not in allowed]
-            if unknown:
-                raise ValidationError("fields", f"fields from: {', '.join(sorted(allowed))}",
-                                      message=f"Unknown field '{unknown[0]}'; allowed: "
-                                              f"{', '.join(sorted(allowed))}.")
-        snippet_len = _snippet_len(request.get("snippet_len"))
+        ids = [req.ids] if isinstance(req.ids, str) else req.ids
+        fields = _known_fields(req.fields, (*FIELDS["experience"], *FIELDS["manual"]))
+        snippet_len = req.snippet_len or DEFAULT_LEN
         entries, missing = [], []
         with self.store.read() as repo:
             for entry_id in ids:
@@ -265,7 +237,7 @@ class EntryService:
                     missing.append(entry_id)
                     continue
                 entries.append(self._public(kind, row, fields, snippet_len=snippet_len))
-        sid = valid_session_id(session_id or request.get("session_id"))
+        sid = valid_session_id(session_id or req.session_id)
         if sid:
             self.search.sessions.record(_session_key(caller, sid),
                                         viewed=[e["entity_id"] for e in entries])
@@ -273,36 +245,36 @@ class EntryService:
 
     # --- the unified search ------------------------------------------------------------------
 
-    def search_entries(self, request: Any, caller: Caller, *,
+    def search_entries(self, request: rq.SearchEntries, caller: Caller, *,
                        session_id: str | None = None) -> dict[str, Any]:
-        req = _unified_request(request)
-        sid = valid_session_id(session_id) or valid_session_id(req["session_id"])
+        req = _Unified.of(request)
+        sid = valid_session_id(session_id) or valid_session_id(req.session_id)
         key = _session_key(caller, sid) if sid else None
         sessions = self.search.sessions
         viewed = sessions.viewed(key) if key else set()
-        filters = dict(req["filters"])
-        if req["category"] is not None:
-            filters["category"] = req["category"]
-        hide = req["hide_viewed"]
+        filters = dict(req.filters)
+        if req.category is not None:
+            filters["category"] = req.category
+        hide = req.hide_viewed
         # Every record that can reach the threshold is scored: totals and pages are exact.
-        floor = req["min_score"] if req["min_score"] is not None else min(MIN_SCORE_TEXT,
-                                                                           MIN_SCORE_VECTOR)
-        ranked = self.search.rank(req["query"], space=caller.space, kinds=tuple(req["types"]),
+        floor = req.min_score if req.min_score is not None else min(MIN_SCORE_TEXT,
+                                                                     MIN_SCORE_VECTOR)
+        ranked = self.search.rank(req.query, space=caller.space, kinds=req.types,
                                   filters=filters, exclude=viewed if hide else None,
-                                  boosts="protocol" in req["types"], floor=floor)
-        min_score = req["min_score"]
+                                  boosts="protocol" in req.types, floor=floor)
+        min_score = req.min_score
         if min_score is None:
             min_score = MIN_SCORE_TEXT if ranked.degraded else MIN_SCORE_VECTOR
         scored: list[tuple[float, Hit, bool]] = []
         for hit in ranked.hits:
-            penalised = (not hide and req["downrank_viewed"] and hit.entity_id in viewed)
+            penalised = (not hide and req.downrank_viewed and hit.entity_id in viewed)
             score = hit.score * DOWNRANK_FACTOR if penalised else hit.score
             scored.append((score, hit, penalised))
         scored.sort(key=lambda s: (-s[0], s[1].row["title"]))
         best = scored[0][0] if scored else None
         kept = [s for s in scored if s[0] >= min_score]
         total = len(kept)
-        page = kept[req["offset"]:req["offset"] + req["limit"]]
+        page = kept[req.offset:req.offset + req.limit]
         warnings: list[str] = []
         if best is not None and best < min_score:
             warnings.append(f"low_confidence: top_score {best:.2f} is below min_score "
@@ -312,12 +284,12 @@ class EntryService:
             hint = "Low confidence: the top score is below min_score."
         results = self._results(page, req, ranked, hint)
         if key:
-            sessions.record(key, query=req["query"], viewed=[r["entity_id"] for r in results])
+            sessions.record(key, query=req.query, viewed=[r["entity_id"] for r in results])
         return {
             "results": results,
             "count": len(results),
             "total": total,
-            "has_more": req["offset"] + len(page) < total,
+            "has_more": req.offset + len(page) < total,
             "top_score": round(best, 4) if best is not None else None,
             "min_score": min_score,
             "warnings": warnings,
@@ -328,7 +300,7 @@ class EntryService:
             "provider_hint": hint,
         }
 
-    def _results(self, page: list[tuple[float, Hit, bool]], req: dict[str, Any],
+    def _results(self, page: list[tuple[float, Hit, bool]], req: _Unified,
                  ranked: Any, hint: str | None) -> list[dict[str, Any]]:
         results = []
         with self.store.read() as repo:
@@ -352,18 +324,18 @@ class EntryService:
                     "title": hit.row["title"],
                     "section": hit.row.get("section"),
                     "score": round(score, 4),
-                    "rank": req["offset"] + i + 1,
+                    "rank": req.offset + i + 1,
                     "reason": "; ".join(reasons),
                     "provider": self.search.provider,
                     "degraded": ranked.degraded,
                     "hint": hint,
                     "provider_hint": hint,
                     "heading": hit.row["title"],
-                    "snippet": make_snippet(body, req["query"], req["snippet_len"]),
+                    "snippet": make_snippet(body, req.query, req.snippet_len),
                     "author": hit.row.get("author"),
                     "updated_at": hit.row["updated_at"],
                 }
-                for f in req["fields"] or []:
+                for f in req.fields or []:
                     if f in record and f not in result:
                         result[f] = record[f]
                 results.append(result)
@@ -395,12 +367,8 @@ class EntryService:
                                 field="session_id")
         return {**info, "session_id": sid}
 
-    def cite(self, session_id: Any, ids: Any, caller: Caller) -> dict[str, Any]:
-        sid = valid_session_id(session_id)
-        if sid is None:
-            raise ValidationError("session_id", "a session id (letters, digits, . _ : -)")
-        if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
-            raise ValidationError("ids", "a list of entry ids")
+    def cite(self, req: rq.Cite, caller: Caller) -> dict[str, Any]:
+        sid, ids = req.session_id, req.ids
         key = _session_key(caller, sid)
         if self.search.sessions.get(key) is None:  # citing never creates a session
             raise NotFoundError(f"No session {sid!r} (unknown or expired): search in it "
@@ -413,69 +381,39 @@ def _session_key(caller: Caller, session_id: str) -> str:
     return f"{caller.space}/{session_id}"
 
 
-def _snippet_len(value: Any) -> int:
-    if value is None:
-        return DEFAULT_LEN
-    if not isinstance(value, int) or isinstance(value, bool) or not MIN_LEN <= value <= MAX_LEN:
-        raise ValidationError("snippet_len", f"an integer from {MIN_LEN} to {MAX_LEN}")
-    return value
-
-
-def _unified_request(request: Any) -> dict[str, Any]:
-    """Validate the request model of seed 002's schema sketch (``protocol`` also allowed)."""
-    if not isinstance(request, dict):
-        raise ValidationError("request", "an object with at least a query")
-    known = {"query", "types", "category", "limit", "offset", "min_score", "filters",
-             "snippet_len", "fields", "hide_viewed", "downrank_viewed", "session_id"}
-    unknown = sorted(set(request) - known)
+def _known_fields(fields: list[str] | None, allowed: tuple[str, ...]) -> list[str] | None:
+    unknown = [f for f in fields or () if f not in allowed]
     if unknown:
-        raise ValidationError(unknown[0], f"one of: {', '.join(sorted(known))}",
-                              message=f"Unknown search field '{unknown[0]}'.")
-    req: dict[str, Any] = {"query": check_query(request.get("query"))}
-    types = request.get("types") or ["experience", "manual"]
-    if (not isinstance(types, list) or not types
-            or not all(isinstance(x, str) and x in TYPES for x in types)):
-        raise ValidationError("types", "a list of 'experience', 'manual', 'protocol'")
-    req["types"] = list(dict.fromkeys(types))
-    category = request.get("category")
-    if category is not None and not isinstance(category, str):
-        raise ValidationError("category", "a category code")
-    req["category"] = category
-    for name, lo, hi, default in (("limit", 1, 25, 10), ("offset", 0, 1_000_000, 0)):
-        value = request.get(name, default)
-        value = default if value is None else value
-        if not isinstance(value, int) or isinstance(value, bool) or not lo <= value <= hi:
-            raise ValidationError(name, f"an integer from {lo} to {hi}")
-        req[name] = value
-    min_score = request.get("min_score")
-    if min_score is not None and (not isinstance(min_score, int | float)
-                                  or isinstance(min_score, bool) or not 0 <= min_score <= 1):
-        raise ValidationError("min_score", "a number from 0 to 1")
-    req["min_score"] = None if min_score is None else float(min_score)
-    filters = request.get("filters") or {}
-    if not isinstance(filters, dict):
-        raise ValidationError("filters", "an object with author and/or section")
-    bad = sorted(set(filters) - {"author", "section"})
-    if bad:
-        raise ValidationError("filters", "only the keys author and section",
-                              message=f"Unknown filter '{bad[0]}'; expected author or section.")
-    req["filters"] = {k: v for k, v in filters.items() if v is not None}
-    req["snippet_len"] = _snippet_len(request.get("snippet_len"))
-    fields = request.get("fields")
-    if fields is not None:
-        allowed = {f for fs in FIELDS.values() for f in fs}
-        if not isinstance(fields, list) or not all(isinstance(f, str) for f in fields):
-            raise ValidationError("fields", "a list of field names")
-        unknown_fields = [f for f in fields if f not in allowed]
-        if unknown_fields:
-            raise ValidationError("fields", f"fields from: {', '.join(sorted(allowed))}",
-                                  message=f"Unknown field '{unknown_fields[0]}'.")
-    req["fields"] = fields
-    for name, default in (("hide_viewed", False), ("downrank_viewed", True)):
-        value = request.get(name, default)
-        if not isinstance(value, bool):
-            raise ValidationError(name, "true or false")
-        req[name] = value
-    session_id = request.get("session_id")
-    req["session_id"] = session_id if isinstance(session_id, str) else None
-    return req
+        names = ", ".join(sorted(set(allowed)))
+        raise ValidationError("fields", f"fields from: {names}",
+                              message=f"Unknown field '{unknown[0]}'; allowed: {names}.")
+    return fields
+
+
+@dataclass(frozen=True)
+class _Unified:
+    """A unified search request with its defaults applied (seed 002's schema sketch)."""
+
+    query: str
+    types: tuple[str, ...]
+    category: str | None
+    limit: int
+    offset: int
+    min_score: float | None
+    filters: dict[str, str]
+    snippet_len: int
+    fields: list[str] | None
+    hide_viewed: bool
+    downrank_viewed: bool
+    session_id: str | None
+
+    @classmethod
+    def of(cls, r: rq.SearchEntries) -> _Unified:
+        filters = r.filters.model_dump(exclude_none=True) if r.filters else {}
+        return cls(query=r.query.strip(), types=tuple(dict.fromkeys(r.types or ENTRY_TYPES)),
+                   category=r.category, limit=r.limit or 10, offset=r.offset or 0,
+                   min_score=r.min_score, filters=filters,
+                   snippet_len=r.snippet_len or DEFAULT_LEN,
+                   fields=_known_fields(r.fields, tuple(f for fs in FIELDS.values() for f in fs)),
+                   hide_viewed=bool(r.hide_viewed),
+                   downrank_viewed=r.downrank_viewed is not False, session_id=r.session_id)

@@ -15,6 +15,7 @@ import numpy as np
 from sqlalchemy.exc import IntegrityError
 
 from ..domain import errors, limits, markdown
+from ..domain import requests as rq
 from ..domain.engine import StepView
 from ..domain.errors import ConflictError, KairosError, NotFoundError, ValidationError
 from ..domain.uris import new_id, parse_uri, to_uri
@@ -88,14 +89,10 @@ class ProtocolService:
 
     # --- mint ------------------------------------------------------------------------------
 
-    def mint(self, markdown_doc: Any, caller: Caller, *, llm_model_id: str | None = None,
-             force_update: bool = False) -> dict[str, Any]:
-        if llm_model_id is not None and not isinstance(llm_model_id, str):
-            raise ValidationError("llm_model_id", "a string")
-        limits.check_length(llm_model_id, "llm_model_id", limits.MODEL_ID_CHARS)
-        drafts = self._drafts(markdown_doc)
+    def mint(self, req: rq.Mint, caller: Caller) -> dict[str, Any]:
+        drafts = self._drafts(req.markdown_doc)
         return self._mint(drafts, self._prepare(drafts, caller.space), caller,
-                          llm_model_id, force_update)
+                          req.llm_model_id, req.force_update)
 
     def mint_many(self, docs: Sequence[str], caller: Caller, *, force_update: bool = False
                   ) -> list[dict[str, Any] | KairosError]:
@@ -122,8 +119,8 @@ class ProtocolService:
         return out
 
     @staticmethod
-    def _drafts(markdown_doc: Any) -> list[markdown.ProtocolDraft]:
-        if not isinstance(markdown_doc, str) or not markdown_doc.strip():
+    def _drafts(markdown_doc: str) -> list[markdown.ProtocolDraft]:
+        if not markdown_doc.strip():
             raise ValidationError("markdown_doc", "a non-empty markdown string")
         markdown_doc = _unquoted(markdown_doc)
         drafts = markdown.parse(markdown_doc)
@@ -307,44 +304,31 @@ class ProtocolService:
 
     # --- update and delete -----------------------------------------------------------------
 
-    def update(self, uris: Any, caller: Caller, *, markdown_doc: Any = None,
-               updates: Any = None) -> dict[str, Any]:
-        uri_list = _uri_list(uris)
+    def update(self, req: rq.Update, caller: Caller) -> dict[str, Any]:
+        uri_list = _uri_list(req.uris)
         docs: list[str | None]
-        if markdown_doc is None:
-            docs = [None] * len(uri_list)
-        elif isinstance(markdown_doc, str):
-            docs = [markdown_doc] * len(uri_list)
-        elif isinstance(markdown_doc, list) and len(markdown_doc) == len(uri_list) and all(
-                isinstance(d, str) for d in markdown_doc):
-            docs = list(markdown_doc)
+        if req.markdown_doc is None or isinstance(req.markdown_doc, str):
+            docs = [req.markdown_doc] * len(uri_list)
+        elif len(req.markdown_doc) == len(uri_list):
+            docs = list(req.markdown_doc)
         else:
             raise ValidationError("markdown_doc",
                                   "a markdown string, or a list of strings one per uri")
-        if updates is not None and not isinstance(updates, dict):
-            raise ValidationError("updates", "an object with label and/or content")
-        unknown = set(updates or {}) - {"label", "content"}
-        if unknown:
-            raise ValidationError("updates", "only the keys label and content",
-                                  message=f"Unknown update field(s): {', '.join(sorted(unknown))}"
-                                          "; expected label and/or content.")
-        if markdown_doc is None and not updates:
+        if req.markdown_doc is None and req.updates is None:
             raise ValidationError("markdown_doc", "markdown_doc or updates")
+        change = req.updates or rq.StepChange(label=None, content=None)
         results = []
         for uri, doc in zip(uri_list, docs, strict=True):
             try:
-                results.append(self._update_one(uri, caller, doc, updates or {}))
+                results.append(self._update_one(uri, caller, doc, change))
             except KairosError as exc:
                 results.append({"uri": uri, "status": "error", **exc.to_dict()})
         ok = sum(r["status"] == "updated" for r in results)
         return {"results": results, "total_updated": ok, "total_failed": len(results) - ok}
 
     def _update_one(self, uri: str, caller: Caller, doc: str | None,
-                    updates: dict[str, Any]) -> dict[str, Any]:
-        label, content = updates.get("label"), updates.get("content")
-        for name, value in (("label", label), ("content", content)):
-            if value is not None and not isinstance(value, str):
-                raise ValidationError(f"updates.{name}", "a string")
+                    change: rq.StepChange) -> dict[str, Any]:
+        label, content = change.label, change.content
         if doc is not None:
             if len(doc.encode("utf-8", "surrogatepass")) > limits.current().document_bytes:
                 markdown.parse(doc)  # raises the size error
@@ -382,12 +366,12 @@ class ProtocolService:
                     "challenge": new_step.challenge.to_dict()}
         raise ConflictError(errors.CONFLICT, "The protocol kept changing; retry.", field="uris")
 
-    def delete(self, uris: Any, caller: Caller, *, protocol: bool = False) -> dict[str, Any]:
+    def delete(self, req: rq.Delete, caller: Caller) -> dict[str, Any]:
         results = []
-        for uri in _uri_list(uris):
+        for uri in _uri_list(req.uris):
             try:
                 results.append({"uri": uri, "status": "deleted",
-                                "removed": self._delete_one(uri, caller, protocol)})
+                                "removed": self._delete_one(uri, caller, req.protocol)})
             except KairosError as exc:
                 results.append({"uri": uri, "status": "error", **exc.to_dict()})
         ok = sum(r["status"] == "deleted" for r in results)
@@ -472,12 +456,8 @@ def _unquoted(doc: str) -> str:
     return decoded if isinstance(decoded, str) and decoded.strip() else doc
 
 
-def _uri_list(uris: Any) -> list[str]:
-    if isinstance(uris, str):
-        return [uris]
-    if not isinstance(uris, list) or not uris or not all(isinstance(u, str) for u in uris):
-        raise ValidationError("uris", "a non-empty list of kairos://mem/<uuid> URIs")
-    return uris
+def _uri_list(uris: str | list[str]) -> list[str]:
+    return [uris] if isinstance(uris, str) else uris
 
 
 __all__ = ["BUILTIN_SPACE", "Caller", "ProtocolService", "step_views"]

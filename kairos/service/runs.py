@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from ..domain import engine, errors, limits
@@ -15,7 +14,6 @@ from ..store.repo import Repo, Row
 from .clock import new_nonce, now
 from .protocols import Caller, ProtocolService, step_views
 
-OUTCOMES = ("success", "failure")
 _SWAP_ATTEMPTS = 5
 
 
@@ -90,22 +88,12 @@ class RunService:
 
     # --- attest ----------------------------------------------------------------------------
 
-    def attest(self, uri: Any, outcome: Any, message: Any, caller: Caller, *,
-               quality_bonus: Any = 0.0, llm_model_id: Any = None,
-               solution: Any = None) -> dict[str, Any]:
-        if outcome not in OUTCOMES:
-            raise ValidationError("outcome", "'success' or 'failure'")
-        if not isinstance(message, str):
-            raise ValidationError("message", "a string")
+    def attest(self, uri: str, outcome: str, message: str, caller: Caller, *,
+               quality_bonus: float = 0.0, llm_model_id: str | None = None,
+               solution: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Types and ranges come validated (``requests.Attest``); the message's length
+        limit is a setting."""
         limits.check_length(message, "message", limits.current().message_chars)
-        if quality_bonus is None:
-            quality_bonus = 0.0
-        if (not isinstance(quality_bonus, int | float) or isinstance(quality_bonus, bool)
-                or not math.isfinite(quality_bonus) or abs(quality_bonus) > 1):
-            raise ValidationError("quality_bonus", "a number between -1 and 1")
-        if llm_model_id is not None and not isinstance(llm_model_id, str):
-            raise ValidationError("llm_model_id", "a string")
-        limits.check_length(llm_model_id, "llm_model_id", limits.MODEL_ID_CHARS)
         for _ in range(_SWAP_ATTEMPTS):
             with self.store.write() as repo:
                 step, proto, rows = self.protocols.resolve(repo, uri, caller)

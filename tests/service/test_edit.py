@@ -66,7 +66,7 @@ def test_update_reports_per_uri_errors(kairos: Kairos) -> None:
 
 @pytest.mark.parametrize(("kwargs", "field"), [
     ({"uris": []}, "uris"),
-    ({"uris": "kairos://mem/x", "updates": {"colour": "red"}}, "updates"),
+    ({"uris": "kairos://mem/x", "updates": {"colour": "red"}}, "updates.colour"),
     ({"uris": "kairos://mem/x"}, "markdown_doc"),
     ({"uris": ["a", "b"], "markdown_doc": ["only one"]}, "markdown_doc"),
 ])

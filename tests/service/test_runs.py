@@ -112,7 +112,7 @@ def test_next_on_step_one_points_to_begin(kairos: Kairos) -> None:
 @pytest.mark.parametrize(("uri", "code"), [
     ("kairos://mem/not-a-uuid", "INVALID_URI"),
     ("https://example.com", "INVALID_URI"),
-    (None, "INVALID_URI"),
+    (None, "INVALID_INPUT"),  # no uri at all: a missing argument
     ("kairos://mem/12345678-1234-1234-1234-123456789abc", "NOT_FOUND"),
 ])
 def test_bad_uris(kairos: Kairos, uri: Any, code: str) -> None:

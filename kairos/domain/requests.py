@@ -1,0 +1,366 @@
+"""Every request shape of KAIROS, defined once.
+
+The REST API takes these models as its bodies (so ``/openapi.json`` documents them), the MCP
+tools publish their JSON Schemas as input schemas, and the service layer validates its
+input through ``parse``. A wrong JSON type, an unknown field, a missing field or a value
+out of range becomes one ``ValidationError`` naming the field, on every surface.
+
+Models are strict (``0`` is not ``false``, ``"5"`` is not ``5``) and closed (an unknown
+field is named, so a typo never passes silently). Rules no schema can state — a document's
+grammar, a URI naming a stored step, a category of the caller's space, a challenge's answer
+(judged by the run engine with its own error codes and retry counts) — stay in the service.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Annotated, Any, Literal, TypeVar
+
+import pydantic
+from pydantic import BaseModel, ConfigDict, Field
+
+from . import limits
+from .errors import ValidationError
+from .limits import QUERY_CHARS, SEARCH_LIMIT, SNIPPET_MAX, SNIPPET_MIN
+
+UUID_PATTERN = "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+URI_PATTERN = f"^kairos://mem/{UUID_PATTERN}$"
+SESSION_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:\-]{0,127}$"
+ENTRY_TYPES = ("experience", "manual")
+SECTIONS = ("useful", "harmful", "contextual")
+FIELDS: dict[str, tuple[str, ...]] = {
+    "experience": ("entity_id", "entity_type", "category", "title", "playbook", "context",
+                   "section", "author", "created_at", "updated_at", "preview"),
+    "manual": ("entity_id", "entity_type", "category", "title", "content", "summary",
+               "author", "created_at", "updated_at", "preview"),
+    "protocol": ("entity_id", "entity_type", "title", "content", "tags", "updated_at",
+                 "preview"),
+}
+"""The fields of each kind of record, as search results and reads name them."""
+ALL_FIELDS = sorted({f for names in FIELDS.values() for f in names})
+ENTRY_FIELDS = sorted({*FIELDS["experience"], *FIELDS["manual"]})
+
+
+class Request(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+# --- fields ------------------------------------------------------------------------------
+
+Uri = Annotated[str, Field(description="A step URI, kairos://mem/<uuid>.",
+                           json_schema_extra={"pattern": URI_PATTERN})]
+"""The form is checked by the service (code INVALID_URI); the pattern documents it."""
+
+Uris = Annotated[str | Annotated[list[Uri], Field(min_length=1)],
+                 Field(description="One step URI or a list of them (kairos://mem/<uuid>).")]
+Query = Annotated[str, Field(min_length=1, max_length=QUERY_CHARS, pattern=r"\S",
+                             description="What you are looking for, in a few words.")]
+Limit = Annotated[int, Field(ge=1, le=SEARCH_LIMIT,
+                             description=f"Maximum number of results, 1 to {SEARCH_LIMIT} "
+                                         "(default 10).")]
+ModelId = Annotated[str, Field(max_length=limits.MODEL_ID_CHARS,
+                               description="The model that wrote or ran the protocol.")]
+SessionId = Annotated[str, Field(max_length=limits.MODEL_ID_CHARS,
+                                 description="A search session: letters, digits, . _ : - "
+                                             "(the X-CHL-Session header wins over it; an id "
+                                             "of another form is ignored).")]
+SnippetLen = Annotated[int, Field(ge=SNIPPET_MIN, le=SNIPPET_MAX,
+                                  description=f"Snippet length, {SNIPPET_MIN} to {SNIPPET_MAX} "
+                                              f"(default {limits.SNIPPET_DEFAULT}).")]
+FieldNames = Annotated[list[str], Field(
+    description="Field names to return in full.",
+    json_schema_extra={"items": {"type": "string", "enum": ALL_FIELDS}})]
+EntryFieldNames = Annotated[list[str], Field(
+    json_schema_extra={"items": {"type": "string", "enum": ENTRY_FIELDS}})]
+Solution = Annotated[Any, Field(
+    description=(
+        "The answer to the challenge you were shown. Always copy `type`, `nonce` and "
+        "`proof_hash` from that challenge, then add the body for its type:\n"
+        '- shell: {"shell": {"exit_code": 0, "stdout": "...", "stderr": "", '
+        '"duration_seconds": 0.2}}\n'
+        '- mcp: {"mcp": {"tool_name": "...", "arguments": {...}, "result": {...}, '
+        '"success": true}}\n'
+        '- user_input: {"user_input": {"confirmation": "yes", "timestamp": "<ISO-8601>"}}\n'
+        '- comment: {"comment": {"text": "<at least min_length characters>"}}\n'
+        "Report what really happened: a failed command is reported with its real exit code."),
+    json_schema_extra={
+        "type": "object",
+        "properties": {
+            "type": {"type": "string", "enum": ["shell", "mcp", "user_input", "comment"]},
+            "nonce": {"type": "string", "description": "challenge.nonce, unchanged."},
+            "proof_hash": {"type": "string",
+                           "description": "challenge.proof_hash, unchanged."},
+            "shell": {"type": "object"}, "mcp": {"type": "object"},
+            "user_input": {"type": "object"}, "comment": {"type": "object"}},
+        "required": ["type"]})]
+"""Any JSON value on purpose: a wrong answer, even one that is not an object, is judged by
+the run engine (seed 003: an error code, a fresh challenge and a retry count), not refused
+as a malformed request."""
+
+
+# --- protocols and runs ------------------------------------------------------------------
+
+class Search(Request):
+    query: Query
+    limit: Limit | None = None
+
+
+class Mint(Request):
+    markdown_doc: str = Field(description="Markdown: one `# Title`, one `## Step` per step, "
+                                          "each step with a `PROOF OF WORK:` line.")
+    llm_model_id: ModelId | None = None
+    force_update: bool = Field(False, description="Replace a protocol with the same title.")
+
+
+class StepChange(Request):
+    label: str | None = Field(None, description="The step's new label.")
+    content: str | None = Field(None, description="The step's new body.")
+
+
+class Update(Request):
+    uris: Uris
+    markdown_doc: str | list[str] | None = Field(
+        None, description="The new step body (optionally starting with `## New label`): one "
+                          "string for all uris or a list with one per uri.")
+    updates: StepChange | None = None
+
+    model_config = ConfigDict(json_schema_extra={
+        "anyOf": [{"required": ["markdown_doc"]}, {"required": ["updates"]}]})
+    """One of the two is needed; the service names markdown_doc when both are missing."""
+
+
+class Delete(Request):
+    uris: Uris
+    protocol: bool = Field(False, description="Delete the whole protocol each uri belongs to.")
+
+
+class Dump(Request):
+    uri: Uri
+    protocol: bool = Field(False, description="Return the whole protocol's markdown.")
+
+
+class Begin(Request):
+    uri: Uri = Field(description="Step 1 of a protocol (other steps redirect to step 1).")
+
+
+class Next(Request):
+    uri: Uri = Field(description="The step to show next, as named by the last next_action.")
+    solution: Solution
+
+
+class Attest(Request):
+    uri: Uri
+    outcome: Literal["success", "failure"]
+    message: str = Field(description="What happened, for the record (at most "
+                                     f"{limits.Limits.message_chars:,} characters by default).")
+    quality_bonus: float = Field(0.0, ge=-1, le=1, allow_inf_nan=False,
+                                 description="Optional bonus for an excellent run, -1 to 1.")
+    llm_model_id: ModelId | None = None
+    solution: Solution | None = Field(None, description="The last step's answer, when its "
+                                                        "challenge is still open.")
+
+
+# --- entries and the unified search (seed 002) -------------------------------------------
+
+class EntryFilters(Request):
+    author: str | None = None
+    section: Literal["useful", "harmful", "contextual"] | None = None
+
+
+class SearchEntries(Request):
+    query: Query
+    types: Annotated[list[Literal["experience", "manual", "protocol"]],
+                     Field(min_length=1)] | None = Field(
+        None, description='Default ["experience", "manual"].')
+    category: str | None = Field(None, description="A code from list_categories.")
+    limit: Limit | None = None
+    offset: int | None = Field(None, ge=0, le=limits.OFFSET_MAX,
+                               description="Skip this many results (default 0).")
+    min_score: float | None = Field(None, ge=0, le=1, allow_inf_nan=False,
+                                    description="0 to 1; default 0.50 with vectors, 0.35 "
+                                                "with text alone.")
+    filters: EntryFilters | None = Field(None, description="Exact match on author, section.")
+    snippet_len: SnippetLen | None = None
+    fields: FieldNames | None = None
+    hide_viewed: bool | None = Field(None, description="Drop entries this session saw.")
+    downrank_viewed: bool | None = Field(None, description="Down-rank entries this session "
+                                                           "saw (default true).")
+    session_id: SessionId | None = None
+
+
+class ReadEntries(Request):
+    ids: list[str] = Field(min_length=1,
+                           description="Entry ids (entity_id from search_entries).")
+    fields: EntryFieldNames | None = Field(None, description='Omitted: full bodies; ["preview"]: '
+                                                        "previews only; else an allow-list.")
+    snippet_len: SnippetLen | None = None
+    session_id: SessionId | None = None
+
+
+class EntryFields(Request):
+    """The fields of an experience (title, playbook, context, section) or a manual (title,
+    content, summary), with category and author."""
+
+    model_config = ConfigDict(json_schema_extra={"minProperties": 1})
+    """At least one field; the service says so when there is none."""
+
+    category: str | None = Field(None, description="A code from list_categories.")
+    title: str | None = None
+    playbook: str | None = Field(None, description="experience: what to do.")
+    context: str | None = Field(None, description="experience: when it applies.")
+    section: Literal["useful", "harmful", "contextual"] | None = None
+    content: str | None = Field(None, description="manual: the document.")
+    summary: str | None = Field(None, description="manual: a short summary.")
+    author: str | None = None
+
+
+class WriteEntry(Request):
+    entity_type: Literal["experience", "manual"] = "experience"
+    category: str = Field(description="A code from list_categories.")
+    title: str
+    playbook: str | None = Field(None, description="experience: what to do.")
+    context: str | None = Field(None, description="experience: when it applies.")
+    section: Literal["useful", "harmful", "contextual"] | None = None
+    content: str | None = Field(None, description="manual: the document.")
+    summary: str | None = Field(None, description="manual: a short summary.")
+    author: str | None = None
+
+
+class UpdateEntry(Request):
+    entity_id: str
+    updates: EntryFields
+
+
+class Cite(Request):
+    session_id: str = Field(pattern=SESSION_PATTERN, description="The search session.")
+    ids: list[str] = Field(description="Entry ids the answer cited.")
+
+
+class ListCategories(Request):
+    pass
+
+
+class Validate(Request):
+    markdown_doc: str = Field(description="The markdown a mint would receive.")
+
+
+# --- validation --------------------------------------------------------------------------
+
+M = TypeVar("M", bound=BaseModel)
+
+_TYPE_TAGS = {"str", "int", "float", "bool", "dict", "list", "none", "literal"}
+_EXPECTED = {
+    "string_type": "a string", "int_type": "an integer", "bool_type": "true or false",
+    "float_type": "a number", "list_type": "a list", "dict_type": "an object",
+    "model_type": "an object", "model_attributes_type": "an object",
+    "int_from_float": "an integer", "finite_number": "a finite number",
+}
+
+
+def field_of(error: Mapping[str, Any], *, located: bool = False) -> str:
+    """The request field a pydantic error is about: without union member tags
+    (``uris.str``), a JSON decoder's character offset or, when ``located`` (FastAPI's
+    errors), the location prefix (body, query, path, header)."""
+    if error.get("type") == "json_invalid":
+        return "body"
+    parts = [str(p) for p in error.get("loc", ())]
+    if located and parts and parts[0] in ("body", "query", "path", "header"):
+        parts = parts[1:]
+    parts = [p for p in parts
+             if "[" not in p and p.split("-")[0].lower() not in _TYPE_TAGS]
+    return ".".join(parts) or "body"
+
+
+def expected_of(error: Mapping[str, Any]) -> str:
+    """What the field should have been, in words."""
+    kind, ctx = error.get("type", ""), error.get("ctx") or {}
+    if kind in _EXPECTED:
+        return _EXPECTED[kind]
+    if kind == "literal_error":
+        return "one of " + str(ctx.get("expected", ""))
+    if kind in ("greater_than_equal", "less_than_equal", "greater_than", "less_than"):
+        bound = {"greater_than_equal": "≥", "less_than_equal": "≤", "greater_than": ">",
+                 "less_than": "<"}[kind]
+        limit = next(iter(ctx.values()), "")
+        return f"a number {bound} {limit}"
+    if kind == "string_too_long":
+        return f"at most {ctx.get('max_length')} characters"
+    if kind == "string_too_short":
+        return "a non-empty string"
+    if kind == "too_short":
+        return f"at least {ctx.get('min_length')} item(s)"
+    if kind == "too_long":
+        return f"at most {ctx.get('max_length')} item(s)"
+    if kind == "string_pattern_mismatch":
+        return ("text that is not blank" if ctx.get("pattern") == r"\S"
+                else f"text matching {ctx.get('pattern')}")
+    if kind == "missing":
+        return "a value"
+    if kind == "value_error":
+        return str(error.get("msg", "")).removeprefix("Value error, ")
+    return str(error.get("msg", "a valid value"))
+
+
+def invalid(errors: Sequence[Mapping[str, Any]], *, allowed: Sequence[str] = (),
+            context: str = "", located: bool = False) -> ValidationError:
+    """Pydantic errors as one ValidationError: the first field named, what it expected (the
+    alternatives of a union joined), every problem in ``details.errors``."""
+    problems = [{"field": field_of(e, located=located), "expected": expected_of(e),
+                 "type": e.get("type", "")} for e in errors]
+    problems = problems or [{"field": "body", "expected": "a valid request", "type": ""}]
+    first = problems[0]
+    field = first["field"]
+    wants = list(dict.fromkeys(p["expected"] for p in problems if p["field"] == field))
+    expected = " or ".join(wants)
+    where = f" for {context}" if context else ""
+    if first["type"] == "missing":
+        message = f"Missing required argument '{field}'{where}."
+    elif first["type"] == "extra_forbidden":
+        expected = "one of: " + ", ".join(allowed) if allowed else "a known field"
+        message = f"Unknown argument '{field}'{where}; expected {expected}."
+    else:
+        message = f"Invalid {field}{where}: expected {expected}."
+    return ValidationError(field, expected, message=message, details={"errors": problems})
+
+
+def parse(model: type[M], data: Any, *, context: str = "") -> M:
+    """``data`` as ``model`` (an instance passes through), or the ValidationError naming
+    the first wrong field."""
+    if isinstance(data, model):
+        return data
+    if not isinstance(data, Mapping):
+        where = f" for {context}" if context else ""
+        raise ValidationError("body", "an object",
+                              message=f"Invalid request{where}: expected a JSON object.")
+    try:
+        return model.model_validate(dict(data))
+    except pydantic.ValidationError as exc:
+        raise invalid(exc.errors(include_url=False), allowed=list(model.model_fields),
+                      context=context) from None
+
+
+def json_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """The model's JSON Schema with nested models inlined and generated titles dropped:
+    the plain shape MCP hosts expect as a tool's input schema."""
+    schema = model.model_json_schema()
+    defs = schema.pop("$defs", {})
+
+    def inline(node: Any) -> Any:
+        if isinstance(node, dict):
+            if "$ref" in node:
+                return inline(defs[node["$ref"].rsplit("/", 1)[1]])
+            return {k: inline(v) for k, v in node.items() if k != "title"
+                    or not isinstance(v, str)}
+        if isinstance(node, list):
+            return [inline(v) for v in node]
+        return node
+
+    out: dict[str, Any] = inline(schema)
+    out.pop("description", None)
+    return out
+
+
+__all__ = ["Attest", "Begin", "Cite", "Delete", "Dump", "EntryFields", "EntryFilters",
+           "ListCategories", "Mint", "Next", "ReadEntries", "Request", "Search",
+           "SearchEntries", "StepChange", "Update", "UpdateEntry", "Validate", "WriteEntry",
+           "expected_of", "field_of", "invalid", "json_schema", "parse"]
