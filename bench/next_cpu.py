@@ -1,6 +1,7 @@
 """CPU time of one ``kairos_next`` call in process (``Kairos.next`` on a SQLite file).
 
     python bench/next_cpu.py [--runs N] [--repeats R] [--steps S] [--profile] [--json FILE]
+                             [--database-url URL]
 
 Builds a Kairos on a temporary SQLite store with the shipped local model, mints two
 protocols of ``--steps`` steps each — one whose steps end in ``PROOF OF WORK: timeout 30s
@@ -118,15 +119,22 @@ def main() -> None:
     ap.add_argument("--profile", action="store_true")
     ap.add_argument("--top", type=int, default=40)
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--database-url", default="",
+                    help="a PostgreSQL URL instead of the temporary SQLite file (the "
+                         "server's own CPU is not counted)")
     args = ap.parse_args()
     print(f"KAIROS_BENCH_CODE {Path(kairos.__file__).parent}")
     with tempfile.TemporaryDirectory(prefix="kairos-next-cpu-") as home:
-        settings = load_settings(env={"KAIROS_HOME": home})
-        k = Kairos(settings, embedder=local_model(), background=False)
+        env = {"KAIROS_HOME": home}
+        if args.database_url:
+            env["KAIROS_DATABASE_URL"] = args.database_url
+        k = Kairos(load_settings(env=env), embedder=local_model(), background=False)
+        print(f"backend {k.store.dialect}")
         try:
-            shell = [s["uri"] for s in k.mint(shell_protocol(args.steps))["items"][0]["steps"]]
-            comment = [s["uri"] for s in
-                       k.mint(comment_protocol(args.steps))["items"][0]["steps"]]
+            shell = [s["uri"] for s in k.mint(shell_protocol(args.steps), force_update=True)
+                     ["items"][0]["steps"]]
+            comment = [s["uri"] for s in k.mint(comment_protocol(args.steps), force_update=True)
+                       ["items"][0]["steps"]]
             results = {"shell": measure(k, shell, args.runs, args.repeats),
                        "comment": measure(k, comment, args.runs, args.repeats)}
             for name, r in results.items():

@@ -87,7 +87,8 @@ class _StepCache:
     from the database on every call. Every change of a protocol's steps (mint with
     force_update, update, delete of a step, a built-in's refresh) stamps the protocol and
     the steps it writes with the time of the change, so a changed protocol — changed by
-    this process or another replica — misses and is read again."""
+    this process or another replica — misses and is read again. (Edits already rely on
+    these stamps moving: ``touch_protocol`` detects a concurrent edit by them.)"""
 
     def __init__(self, size: int = STEP_CACHE_SIZE) -> None:
         self.size = size
