@@ -7,6 +7,7 @@ fresh nonce and the time, and store what comes back. Nothing here touches I/O.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import Any
 
 from . import texts
@@ -32,6 +33,12 @@ class StepView:
     content: str
     challenge: Challenge
     label: str = ""
+
+    @cached_property
+    def prose(self) -> str:
+        """What the step asks for in words (``doctext.step_prose``), which a comment
+        answering it is judged against; made once per view."""
+        return step_prose(self.label, self.content)
 
 
 @dataclass(frozen=True)
@@ -152,9 +159,7 @@ def answer(
     index = state.step_index
     refusal = pending_refusal(state, solution)
     if refusal is None and state.challenge["type"] == "comment":
-        step = steps[index]
-        refusal = check_relevance(solution["comment"]["text"],
-                                  step_prose(step.label, step.content))
+        refusal = check_relevance(solution["comment"]["text"], steps[index].prose)
     if refusal is not None:
         retries = state.retry_count + 1
         step = steps[index]

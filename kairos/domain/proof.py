@@ -16,10 +16,15 @@ RECORD_KEYS = ("run_id", "step_uri", "step_index", "challenge", "nonce", "soluti
                "previous_hash", "time")
 
 
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                              allow_nan=False)
+
+
 def canonical_json(value: Any) -> str:
-    """Sorted keys, no insignificant whitespace, UTF-8 (non-ASCII kept as is)."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                      allow_nan=False)
+    """Sorted keys, no insignificant whitespace, UTF-8 (non-ASCII kept as is): what
+    ``json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+    allow_nan=False)`` gives, from one encoder made once."""
+    return _CANONICAL.encode(value)
 
 
 def chain_hash(previous_hash: str, record: Mapping[str, Any]) -> str:

@@ -5,8 +5,9 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import threading
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from importlib import resources
 from typing import Any
@@ -54,8 +55,61 @@ def title_key(title: str) -> str:
     return re.sub(r"\s+", " ", title).strip().casefold()
 
 
-def step_views(rows: list[Row]) -> list[StepView]:
+def step_views(rows: Sequence[Mapping[Any, Any]]) -> list[StepView]:
     return [StepView(to_uri(r["id"]), r["content"], challenge_of(r), r["label"]) for r in rows]
+
+
+#: How many protocols' parsed steps a process keeps for the run loop.
+STEP_CACHE_SIZE = 512
+
+
+@dataclass(frozen=True)
+class RunSteps:
+    """A protocol's steps as the run loop uses them: their ids and their views, in order."""
+
+    ids: tuple[str, ...]
+    views: list[StepView]
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """What one call of the run loop loads: the step named by the URI, its protocol, the
+    protocol's steps, and the run that issued the solution's nonce (None: none such)."""
+
+    step: dict[str, Any]       # id, position
+    protocol: dict[str, Any]   # id, space, builtin, updated_at
+    steps: RunSteps
+    run: dict[str, Any] | None
+
+
+class _StepCache:
+    """Parsed steps per protocol, each entry valid for one version of its protocol: the
+    protocol's ``updated_at``, its step count and its newest step's ``updated_at``, read
+    from the database on every call. Every change of a protocol's steps (mint with
+    force_update, update, delete of a step, a built-in's refresh) stamps the protocol and
+    the steps it writes with the time of the change, so a changed protocol — changed by
+    this process or another replica — misses and is read again. (Edits already rely on
+    these stamps moving: ``touch_protocol`` detects a concurrent edit by them.)"""
+
+    def __init__(self, size: int = STEP_CACHE_SIZE) -> None:
+        self.size = size
+        self._entries: dict[str, tuple[tuple[Any, ...], RunSteps]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, protocol_id: str, version: tuple[Any, ...]) -> RunSteps | None:
+        entry = self._entries.get(protocol_id)
+        return entry[1] if entry is not None and entry[0] == version else None
+
+    def put(self, protocol_id: str, version: tuple[Any, ...], steps: RunSteps) -> None:
+        with self._lock:
+            self._entries.pop(protocol_id, None)
+            while len(self._entries) >= self.size:
+                del self._entries[next(iter(self._entries))]
+            self._entries[protocol_id] = (version, steps)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
 
 
 def _step_row(step_id: str, protocol_id: str, space: str, position: int,
@@ -69,6 +123,7 @@ class ProtocolService:
     def __init__(self, store: Store, search: SearchService | None = None) -> None:
         self.store = store
         self.search = search
+        self.step_cache = _StepCache()
 
     # --- lookup ----------------------------------------------------------------------------
 
@@ -86,6 +141,31 @@ class ProtocolService:
                               f"{uri} belongs to a built-in protocol, which cannot be changed.",
                               field=field)
         return step, protocol, repo.steps_of(protocol["id"])
+
+    def run_context(self, repo: Repo, uri: object, caller: Caller, nonce: str | None = None,
+                    *, field: str = "uri") -> RunContext:
+        """``resolve`` for the run loop, in one query: the step, its protocol, the
+        protocol's parsed steps (from the cache while the protocol is unchanged) and the
+        run that issued ``nonce``. The same 404 as ``resolve``."""
+        step_id = parse_uri(uri, field)
+        loaded = repo.run_context(step_id, nonce)
+        if loaded is None or (loaded[0]["p_space"] != caller.space
+                              and not loaded[0]["p_builtin"]):
+            raise NotFoundError(f"No protocol step at {uri}.", field=field)
+        found, run = loaded
+        protocol_id = found["p_id"]
+        version = (found["p_updated_at"], found["n_steps"], found["steps_stamp"])
+        steps = self.step_cache.get(protocol_id, version)
+        if steps is None:
+            rows = repo.steps_of(protocol_id)
+            steps = RunSteps(tuple(r["id"] for r in rows), step_views(rows))
+            if len(rows) == found["n_steps"]:
+                self.step_cache.put(protocol_id, version, steps)
+        return RunContext(
+            {"id": found["id"], "position": found["position"]},
+            {"id": protocol_id, "space": found["p_space"], "builtin": found["p_builtin"],
+             "updated_at": found["p_updated_at"]},
+            steps, run)
 
     # --- mint ------------------------------------------------------------------------------
 
@@ -460,4 +540,5 @@ def _uri_list(uris: str | list[str]) -> list[str]:
     return [uris] if isinstance(uris, str) else uris
 
 
-__all__ = ["BUILTIN_SPACE", "Caller", "ProtocolService", "step_views"]
+__all__ = ["BUILTIN_SPACE", "Caller", "ProtocolService", "RunContext", "RunSteps",
+           "step_views"]

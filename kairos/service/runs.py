@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from ..domain import engine, errors, limits
@@ -12,7 +13,7 @@ from ..domain.uris import new_id, to_uri
 from ..store.db import Store
 from ..store.repo import Repo, Row
 from .clock import new_nonce, now
-from .protocols import Caller, ProtocolService, step_views
+from .protocols import Caller, ProtocolService, RunContext, RunSteps
 
 _SWAP_ATTEMPTS = 5
 
@@ -20,8 +21,17 @@ _SWAP_ATTEMPTS = 5
 _COUNTERS = {"success": "successes", "failure": "failures"}
 _FROM_RUN: Any = object()
 
+#: A run as the run loop reads it: a row of ``runs`` (a mapping of its columns).
+RunRow = Mapping[Any, Any]
 
-def _counted(run: Row, outcome: str | None = None) -> str | None:
+
+def _nonce_of(solution: Any) -> str | None:
+    """The nonce a solution names, when it names one."""
+    nonce = solution.get("nonce") if isinstance(solution, dict) else None
+    return nonce if isinstance(nonce, str) and nonce else None
+
+
+def _counted(run: RunRow, outcome: str | None = None) -> str | None:
     """What a run counts as in its protocol's successes and failures: a failure always,
     a success only when proven (every step's challenge answered); else nothing.
     ``outcome`` overrides the run's recorded one."""
@@ -31,7 +41,7 @@ def _counted(run: Row, outcome: str | None = None) -> str | None:
     return None
 
 
-def _state(row: Row) -> RunState:
+def _state(row: RunRow) -> RunState:
     return RunState(row["id"], row["step_index"], row["challenge"], row["head"],
                     row["retry_count"], row["attempt"], row["status"])
 
@@ -51,10 +61,10 @@ class RunService:
 
     def begin(self, uri: Any, caller: Caller) -> dict[str, Any]:
         with self.store.write() as repo:
-            step, proto, rows = self.protocols.resolve(repo, uri, caller)
-            steps = step_views(rows)
+            ctx = self.protocols.run_context(repo, uri, caller)
+            proto = ctx.protocol
             run_id, nonce, stamp = new_id(), new_nonce(), now()
-            state, response = engine.begin(steps, step["position"], run_id, nonce)
+            state, response = engine.begin(ctx.steps.views, ctx.step["position"], run_id, nonce)
             repo.insert_run(id=run_id, space=caller.space, protocol_id=proto["id"],
                             caller=caller.id, created_at=stamp, **_state_values(state, stamp))
             repo.insert_nonce(nonce, run_id, 0, 1, stamp)
@@ -64,24 +74,24 @@ class RunService:
     # --- next ------------------------------------------------------------------------------
 
     def next(self, uri: Any, solution: Any, caller: Caller) -> dict[str, Any]:
+        nonce = _nonce_of(solution)
         for _ in range(_SWAP_ATTEMPTS):
             with self.store.write() as repo:
-                step, proto, rows = self.protocols.resolve(repo, uri, caller)
-                if step["position"] == 0:
+                ctx = self.protocols.run_context(repo, uri, caller, nonce)
+                if ctx.step["position"] == 0:
                     raise ValidationError(
                         "uri", "the URI of step 2 or later, as named by next_action",
                         message=f"{uri} is step 1: call kairos_begin with it to start a run; "
                                 "kairos_next takes the URI that next_action names.")
-                refused_at = step["position"] - 1
-                run = self._find_run(repo, proto["id"], solution, caller, refused_at,
-                                     (engine.ACTIVE,))
+                refused_at = ctx.step["position"] - 1
+                run = self._find_run(repo, ctx, caller, refused_at, (engine.ACTIVE,))
                 if run is None:
                     raise KairosError(
                         errors.NO_ACTIVE_RUN,
                         f"No active run of this protocol is waiting for the answer to step "
-                        f"{refused_at + 1}. Call kairos_begin with {to_uri(rows[0]['id'])} "
+                        f"{refused_at + 1}. Call kairos_begin with {to_uri(ctx.steps.ids[0])} "
                         "to start one.", field="uri")
-                result = self._judge(repo, run, rows, solution, str(uri), "kairos_next")
+                result = self._judge(repo, run, ctx.steps, solution, str(uri), "kairos_next")
                 if result is not None:
                     return result
         raise KairosError(errors.CONFLICT, "The run changed while answering; retry the call.")
@@ -94,22 +104,25 @@ class RunService:
         """Types and ranges come validated (``requests.Attest``); the message's length
         limit is a setting."""
         limits.check_length(message, "message", limits.current().message_chars)
+        nonce = _nonce_of(solution)
         for _ in range(_SWAP_ATTEMPTS):
             with self.store.write() as repo:
-                step, proto, rows = self.protocols.resolve(repo, uri, caller)
+                ctx = self.protocols.run_context(repo, uri, caller, nonce)
+                step, proto = ctx.step, ctx.protocol
                 statuses = (engine.ACTIVE, engine.COMPLETED, engine.FINISHED)
-                run = self._find_run(repo, proto["id"], solution, caller, None, statuses)
+                run = self._find_run(repo, ctx, caller, None, statuses)
                 if run is None:
                     raise KairosError(
                         errors.NO_ACTIVE_RUN,
                         f"No run of this protocol to attest for this caller. Call kairos_begin "
-                        f"with {to_uri(rows[0]['id'])} first.", field="uri")
+                        f"with {to_uri(ctx.steps.ids[0])} first.", field="uri")
                 counted_before = _counted(run)
                 if solution is not None:
                     if run["challenge"] is None:
                         raise ValidationError(
                             "solution", "no solution: every step of this run is already proven")
-                    judged = self._judge(repo, run, rows, solution, str(uri), "kairos_attest")
+                    judged = self._judge(repo, run, ctx.steps, solution, str(uri),
+                                         "kairos_attest")
                     if judged is None:
                         continue
                     if "error_code" in judged:
@@ -121,7 +134,8 @@ class RunService:
                                             counted_before)
         raise KairosError(errors.CONFLICT, "The run changed while attesting; retry the call.")
 
-    def _record_outcome(self, repo: Repo, run: Row, proto: Row, step: Row, outcome: str,
+    def _record_outcome(self, repo: Repo, run: RunRow, proto: Mapping[Any, Any],
+                        step: Mapping[Any, Any], outcome: str,
                         message: str, bonus: float, model: str | None,
                         counted_before: Any = _FROM_RUN) -> dict[str, Any]:
         """Record the outcome; the protocol's counters move from what the run counted as
@@ -181,23 +195,23 @@ class RunService:
     # --- shared ----------------------------------------------------------------------------
 
     @staticmethod
-    def _find_run(repo: Repo, protocol_id: str, solution: Any, caller: Caller,
-                  step_index: int | None, statuses: tuple[str, ...]) -> Row | None:
-        """By the solution's nonce; failing that, the caller's most recent run of this
-        protocol that waits at ``step_index`` (DESIGN section 4)."""
-        nonce = solution.get("nonce") if isinstance(solution, dict) else None
-        if isinstance(nonce, str) and nonce:
-            run = repo.run_by_nonce(nonce)
-            if (run is not None and run["protocol_id"] == protocol_id
-                    and run["status"] in statuses
-                    and (step_index is None or run["step_index"] == step_index)):
-                return run
+    def _find_run(repo: Repo, ctx: RunContext, caller: Caller, step_index: int | None,
+                  statuses: tuple[str, ...]) -> RunRow | None:
+        """By the solution's nonce (``ctx.run``, read with the step); failing that, the
+        caller's most recent run of this protocol that waits at ``step_index`` (DESIGN
+        section 4)."""
+        protocol_id = ctx.protocol["id"]
+        run = ctx.run
+        if (run is not None and run["protocol_id"] == protocol_id
+                and run["status"] in statuses
+                and (step_index is None or run["step_index"] == step_index)):
+            return run
         return repo.latest_run(caller.id, protocol_id, statuses, step_index)
 
-    def _judge(self, repo: Repo, run: Row, rows: list[Row], solution: Any, sent_uri: str,
+    def _judge(self, repo: Repo, run: RunRow, loaded: RunSteps, solution: Any, sent_uri: str,
                tool: str) -> dict[str, Any] | None:
         """Answer the run's pending challenge; None when another writer won the race."""
-        steps = step_views(rows)
+        steps = loaded.views
         state = _state(run)
         if state.challenge is None or state.step_index >= len(steps):
             raise ValidationError("solution", "no pending challenge for this run")
@@ -209,7 +223,7 @@ class RunService:
             values["proven"] = True  # the last step's answer: every step is proven
         if not repo.swap_run(run["id"], run["nonce"], **values):
             return None
-        step_id = rows[state.step_index]["id"]
+        step_id = loaded.ids[state.step_index]
         if decision.state.challenge is not None:
             repo.insert_nonce(nonce, run["id"], decision.state.step_index,
                               decision.state.attempt, stamp)

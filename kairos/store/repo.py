@@ -6,12 +6,72 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from sqlalchemy import Text, cast, delete, func, insert, select, update
+from sqlalchemy import Text, bindparam, cast, delete, func, insert, select, update
 from sqlalchemy.engine import Connection, RowMapping
+from sqlalchemy.sql import Executable
 
 from . import schema as t
 
 Row = RowMapping
+
+# --- statements built once --------------------------------------------------------------------
+# The run loop (begin, next, attest) runs a handful of statements per call; building each
+# anew costs more CPU than SQLite takes to run it. These are built at import and reused:
+# SQLAlchemy memoizes a statement object's cache key, so each one compiles once per dialect.
+# Parameters named ``b_*`` are the WHERE clause's; an UPDATE without ``values()`` sets the
+# columns named by the other keys of the parameters it is executed with.
+
+_steps_2 = t.steps.alias("steps_2")
+#: A step with its protocol, the protocol's step count and newest step stamp (what the
+#: cached parsed steps are keyed on), and the run that issued ``nonce`` (NULLs when none).
+_RUN_CONTEXT = (
+    select(t.steps.c.id.label("s_id"), t.steps.c.position.label("s_position"),
+           t.protocols.c.id.label("p_id"), t.protocols.c.space.label("p_space"),
+           t.protocols.c.builtin.label("p_builtin"),
+           t.protocols.c.updated_at.label("p_updated_at"),
+           select(func.count()).where(_steps_2.c.protocol_id == t.protocols.c.id)
+           .scalar_subquery().label("n_steps"),
+           select(func.max(_steps_2.c.updated_at))
+           .where(_steps_2.c.protocol_id == t.protocols.c.id)
+           .scalar_subquery().label("steps_stamp"),
+           *(c.label(f"r_{c.name}") for c in t.runs.c))
+    .select_from(t.steps.join(t.protocols, t.protocols.c.id == t.steps.c.protocol_id)
+                 .outerjoin(t.nonces, t.nonces.c.nonce == bindparam("b_nonce"))
+                 .outerjoin(t.runs, t.runs.c.id == t.nonces.c.run_id))
+    .where(t.steps.c.id == bindparam("b_step")))
+_RUN_COLUMNS = tuple(c.name for c in t.runs.c)
+_RUN = select(t.runs).where(t.runs.c.id == bindparam("b_id"))
+_STEPS_OF = (select(t.steps).where(t.steps.c.protocol_id == bindparam("b_protocol"))
+             .order_by(t.steps.c.position))
+_SWAP = update(t.runs).where(t.runs.c.id == bindparam("b_id"),
+                             t.runs.c.nonce == bindparam("b_nonce"))
+_SWAP_NULL = update(t.runs).where(t.runs.c.id == bindparam("b_id"), t.runs.c.nonce.is_(None))
+_INSERT_RUN = insert(t.runs)
+_INSERT_NONCE = insert(t.nonces)
+_INSERT_PROOF = insert(t.proofs)
+_PROOF_COUNT = (select(func.count()).select_from(t.proofs)
+                .where(t.proofs.c.run_id == bindparam("b_run")))
+_PROTOCOL_COUNTERS = ("runs", "successes", "failures", "quality_bonus")
+_BUMPS: dict[tuple[str, tuple[str, ...]], Executable] = {}
+
+
+def _bump(table: str, keys: tuple[str, ...]) -> Executable:
+    """The UPDATE that adds ``d_<key>`` to each counter and sets ``v_<key>`` to each other
+    column of ``keys`` (one statement per table and set of keys, built on first use)."""
+    stmt = _BUMPS.get((table, keys))
+    if stmt is None:
+        if table == "protocol":
+            c = t.protocol_metrics.c
+            where = c.protocol_id == bindparam("b_id")
+            values = {k: (getattr(c, k) + bindparam(f"d_{k}") if k in _PROTOCOL_COUNTERS
+                          else bindparam(f"v_{k}", type_=getattr(c, k).type)) for k in keys}
+            stmt = update(t.protocol_metrics).where(where).values(values)
+        else:
+            c2 = t.step_metrics.c
+            stmt = update(t.step_metrics).where(c2.step_id == bindparam("b_id")).values(
+                {k: getattr(c2, k) + bindparam(f"d_{k}") for k in keys})
+        _BUMPS[(table, keys)] = stmt
+    return stmt
 
 
 def _like(text: str) -> str:
@@ -102,9 +162,24 @@ class Repo:
         return {r["id"]: r for r in self.conn.execute(q).mappings()}
 
     def steps_of(self, protocol_id: str) -> list[Row]:
-        q = (select(t.steps).where(t.steps.c.protocol_id == protocol_id)
-             .order_by(t.steps.c.position))
-        return list(self.conn.execute(q).mappings())
+        return list(self.conn.execute(_STEPS_OF, {"b_protocol": protocol_id}).mappings())
+
+    def run_context(self, step_id: str, nonce: str | None
+                    ) -> tuple[dict[str, Any], dict[str, Any] | None] | None:
+        """One query for the run loop: the step (``id``, ``position``) with its protocol's
+        ``p_id``, ``p_space``, ``p_builtin``, ``p_updated_at``, ``n_steps`` and
+        ``steps_stamp``; and the run that issued ``nonce``, if any. None: no such step."""
+        row = self.conn.execute(_RUN_CONTEXT, {"b_step": step_id, "b_nonce": nonce}).first()
+        if row is None:
+            return None
+        m = row._mapping
+        context = {"id": m["s_id"], "position": m["s_position"], "p_id": m["p_id"],
+                   "p_space": m["p_space"], "p_builtin": m["p_builtin"],
+                   "p_updated_at": m["p_updated_at"], "n_steps": m["n_steps"],
+                   "steps_stamp": m["steps_stamp"]}
+        run = ({name: m[f"r_{name}"] for name in _RUN_COLUMNS}
+               if m["r_id"] is not None else None)
+        return context, run
 
     def insert_steps(self, rows: Sequence[dict[str, Any]]) -> None:
         if rows:
@@ -121,10 +196,10 @@ class Repo:
     # --- runs, nonces, proofs --------------------------------------------------------------
 
     def insert_run(self, **values: Any) -> None:
-        self.conn.execute(insert(t.runs).values(**values))
+        self.conn.execute(_INSERT_RUN, values)
 
     def run(self, run_id: str) -> Row | None:
-        return self.conn.execute(select(t.runs).where(t.runs.c.id == run_id)).mappings().first()
+        return self.conn.execute(_RUN, {"b_id": run_id}).mappings().first()
 
     def run_by_nonce(self, nonce: str) -> Row | None:
         q = select(t.runs).join(t.nonces, t.nonces.c.run_id == t.runs.c.id).where(
@@ -144,28 +219,28 @@ class Repo:
     def swap_run(self, run_id: str, expected_nonce: str | None, **values: Any) -> bool:
         """Update a run only if its pending nonce is still ``expected_nonce``: the one
         conditional write that makes a nonce single-use across threads and replicas."""
-        cond = (t.runs.c.nonce == expected_nonce if expected_nonce is not None
-                else t.runs.c.nonce.is_(None))
-        res = self.conn.execute(update(t.runs).where(t.runs.c.id == run_id, cond)
-                                .values(**values))
+        if expected_nonce is None:
+            res = self.conn.execute(_SWAP_NULL, {"b_id": run_id, **values})
+        else:
+            res = self.conn.execute(_SWAP, {"b_id": run_id, "b_nonce": expected_nonce,
+                                            **values})
         return res.rowcount == 1
 
     def insert_nonce(self, nonce: str, run_id: str, step_index: int, attempt: int,
                      issued_at: str) -> None:
-        self.conn.execute(insert(t.nonces).values(nonce=nonce, run_id=run_id,
-                                                  step_index=step_index, attempt=attempt,
-                                                  issued_at=issued_at))
+        self.conn.execute(_INSERT_NONCE, {"nonce": nonce, "run_id": run_id,
+                                          "step_index": step_index, "attempt": attempt,
+                                          "issued_at": issued_at})
 
     def insert_proof(self, run_id: str, seq: int, record: dict[str, Any], created_at: str) -> None:
-        self.conn.execute(insert(t.proofs).values(
-            run_id=run_id, seq=seq, step_uri=record["step_uri"],
-            step_index=record["step_index"], record=record,
-            previous_hash=record["previous_hash"], proof_hash=record["proof_hash"],
-            created_at=created_at))
+        self.conn.execute(_INSERT_PROOF, {
+            "run_id": run_id, "seq": seq, "step_uri": record["step_uri"],
+            "step_index": record["step_index"], "record": record,
+            "previous_hash": record["previous_hash"], "proof_hash": record["proof_hash"],
+            "created_at": created_at})
 
     def proof_count(self, run_id: str) -> int:
-        q = select(func.count()).select_from(t.proofs).where(t.proofs.c.run_id == run_id)
-        return int(self.conn.execute(q).scalar_one())
+        return int(self.conn.execute(_PROOF_COUNT, {"b_run": run_id}).scalar_one())
 
     def proofs(self, run_id: str) -> list[Row]:
         q = select(t.proofs).where(t.proofs.c.run_id == run_id).order_by(t.proofs.c.seq)
@@ -220,20 +295,16 @@ class Repo:
 
     def bump_protocol(self, protocol_id: str, **deltas: Any) -> None:
         """Add to counters atomically (``runs=1``); set plain columns (``last_outcome=...``)."""
-        c = t.protocol_metrics.c
-        values: dict[str, Any] = {}
+        params: dict[str, Any] = {"b_id": protocol_id}
         for key, value in deltas.items():
-            if key in ("runs", "successes", "failures", "quality_bonus"):
-                values[key] = getattr(c, key) + value
-            else:
-                values[key] = value
-        self.conn.execute(update(t.protocol_metrics).where(c.protocol_id == protocol_id)
-                          .values(**values))
+            params[f"d_{key}" if key in _PROTOCOL_COUNTERS else f"v_{key}"] = value
+        self.conn.execute(_bump("protocol", tuple(deltas)), params)
 
     def bump_step(self, step_id: str, **deltas: int) -> None:
-        c = t.step_metrics.c
-        self.conn.execute(update(t.step_metrics).where(c.step_id == step_id).values(
-            **{k: getattr(c, k) + v for k, v in deltas.items()}))
+        params: dict[str, Any] = {"b_id": step_id}
+        for key, value in deltas.items():
+            params[f"d_{key}"] = value
+        self.conn.execute(_bump("step", tuple(deltas)), params)
 
     def step_metrics_of(self, protocol_id: str) -> dict[str, Row]:
         q = select(t.step_metrics).where(t.step_metrics.c.protocol_id == protocol_id)

@@ -1,0 +1,158 @@
+"""CPU time of one ``kairos_next`` call in process (``Kairos.next`` on a SQLite file).
+
+    python bench/next_cpu.py [--runs N] [--repeats R] [--steps S] [--profile] [--json FILE]
+                             [--database-url URL]
+
+Builds a Kairos on a temporary SQLite store with the shipped local model, mints two
+protocols of ``--steps`` steps each — one whose steps end in ``PROOF OF WORK: timeout 30s
+...`` (shell challenges), one whose steps end in ``PROOF OF WORK: comment min_length=20``
+— and drives ``--runs`` runs of each: ``begin``, ``next`` for steps 2..S, ``attest`` with
+the last step's solution. Only the ``next`` calls are timed, with ``time.process_time``
+(CPU of this process, all threads), and the figure is the CPU per call over all of them;
+the median of ``--repeats`` repetitions (each with fresh runs) is reported, with calls/s
+(calls over the CPU they took, i.e. one core's throughput in process, no transport).
+
+The shell figure is the run loop itself. A comment answer adds its relevance check
+(``domain.relevance``: lexical, no model call) on top of that.
+
+``--profile`` runs one more repetition of the shell loop with its ``next`` calls under
+cProfile and prints the top entries by cumulative time. ``KAIROS_BENCH_CODE`` is printed:
+the directory the ``kairos`` package was imported from, so a run against another checkout
+(``PYTHONPATH=...``) says so.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import json
+import pstats
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import kairos
+from kairos.config import load_settings
+from kairos.search.embedders import local_model
+from kairos.service import Kairos
+
+COMMENT_MIN = 20
+
+
+def shell_protocol(steps: int) -> str:
+    parts = ["# Release Checklist Shell\n\nShip a release of the service, step by step.\n"]
+    for i in range(1, steps + 1):
+        parts.append(f"## Stage {i} check\n\nRun the stage {i} verification script and make "
+                     f"sure it exits cleanly.\n\nPROOF OF WORK: timeout 30s ./check.sh stage{i}\n")
+    return "\n".join(parts)
+
+
+def comment_protocol(steps: int) -> str:
+    parts = ["# Release Checklist Notes\n\nShip a release of the service, noting each stage.\n"]
+    for i in range(1, steps + 1):
+        parts.append(f"## Stage {i} review\n\nReview stage {i} of the release and report "
+                     f"what you looked at.\n\nPROOF OF WORK: comment min_length={COMMENT_MIN}\n")
+    return "\n".join(parts)
+
+
+def solution(challenge: dict[str, Any], index: int) -> dict[str, Any]:
+    base = {"type": challenge["type"], "nonce": challenge["nonce"],
+            "proof_hash": challenge["proof_hash"]}
+    if challenge["type"] == "shell":
+        base["shell"] = {"exit_code": 0, "stdout": f"stage {index} ok\n", "stderr": "",
+                         "duration_seconds": 0.4}
+    else:
+        base["comment"] = {"text": f"Inspected nginx.conf and bumped worker_processes to "
+                                   f"{index + 3}; the smoke tests passed on staging-{index}."}
+    return base
+
+
+def run_loop(k: Kairos, uris: list[str], runs: int,
+             prof: cProfile.Profile | None = None) -> tuple[float, int]:
+    """Drive ``runs`` runs; return the CPU seconds spent inside ``next`` and the calls
+    (``prof``, when given, profiles the ``next`` calls only)."""
+    cpu = 0.0
+    calls = 0
+    clock = time.process_time
+    for _ in range(runs):
+        challenge = k.begin(uris[0])["challenge"]
+        for i in range(1, len(uris)):
+            sol = solution(challenge, i)
+            if prof is not None:
+                prof.enable()
+            t0 = clock()
+            out = k.next(uris[i], sol)
+            cpu += clock() - t0
+            if prof is not None:
+                prof.disable()
+            calls += 1
+            if "error_code" in out:
+                raise SystemExit(f"unexpected refusal: {out['error_code']}: {out.get('message')}")
+            challenge = out["challenge"]
+        done = k.attest(uris[-1], "success", "released", solution=solution(challenge, len(uris)))
+        if not done.get("proven"):
+            raise SystemExit(f"run not proven: {done}")
+    return cpu, calls
+
+
+def measure(k: Kairos, uris: list[str], runs: int, repeats: int) -> dict[str, Any]:
+    run_loop(k, uris, 3)  # warm-up: caches, prepared statements, the pool's connection
+    per_call = []
+    for _ in range(repeats):
+        cpu, calls = run_loop(k, uris, runs)
+        per_call.append(cpu / calls)
+    med = statistics.median(per_call)
+    return {"ms_per_next": round(med * 1000, 4),
+            "repeats_ms": [round(x * 1000, 4) for x in per_call],
+            "calls_per_s": round(1 / med, 1), "next_calls_per_repeat": runs * (len(uris) - 1)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--runs", type=int, default=60)
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--steps", type=int, default=10)
+    ap.add_argument("--profile", action="store_true")
+    ap.add_argument("--top", type=int, default=40)
+    ap.add_argument("--json", type=Path)
+    ap.add_argument("--database-url", default="",
+                    help="a PostgreSQL URL instead of the temporary SQLite file (the "
+                         "server's own CPU is not counted)")
+    args = ap.parse_args()
+    print(f"KAIROS_BENCH_CODE {Path(kairos.__file__).parent}")
+    with tempfile.TemporaryDirectory(prefix="kairos-next-cpu-") as home:
+        env = {"KAIROS_HOME": home}
+        if args.database_url:
+            env["KAIROS_DATABASE_URL"] = args.database_url
+        k = Kairos(load_settings(env=env), embedder=local_model(), background=False)
+        print(f"backend {k.store.dialect}")
+        try:
+            shell = [s["uri"] for s in k.mint(shell_protocol(args.steps), force_update=True)
+                     ["items"][0]["steps"]]
+            comment = [s["uri"] for s in k.mint(comment_protocol(args.steps), force_update=True)
+                       ["items"][0]["steps"]]
+            results = {"shell": measure(k, shell, args.runs, args.repeats),
+                       "comment": measure(k, comment, args.runs, args.repeats)}
+            for name, r in results.items():
+                print(f"{name:8s} CPU per next: {r['ms_per_next']:.3f} ms (median of "
+                      f"{args.repeats}: {', '.join(f'{x:.3f}' for x in r['repeats_ms'])}), "
+                      f"{r['calls_per_s']:.0f} calls/s, {r['next_calls_per_repeat']} calls "
+                      "per repeat")
+            if args.json:
+                args.json.write_text(json.dumps(results, indent=2) + "\n")
+            if args.profile:
+                prof = cProfile.Profile()
+                run_loop(k, shell, args.runs, prof)
+                buf = io.StringIO()
+                pstats.Stats(prof, stream=buf).sort_stats("cumulative").print_stats(args.top)
+                print(buf.getvalue())
+        finally:
+            k.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
