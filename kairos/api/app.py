@@ -15,8 +15,9 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from starlette.exceptions import HTTPException
+from starlette.routing import Match
 
 from kairos.domain.errors import INTERNAL_ERROR
 
@@ -24,6 +25,7 @@ from .. import version
 from ..domain.errors import NOT_FOUND, AuthError, KairosError
 from ..domain.requests import invalid
 from ..service import Kairos
+from . import openapi
 from .auth import LOCAL_HOSTS, BearerAuth, identify
 from .browse import router as browse_router
 from .guard import BodyGuard, HostGuard, Inflight
@@ -61,8 +63,18 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     code = HTTP_CODES.get(exc.status_code, "HTTP_ERROR")
     message = (f"No route {request.method} {request.url.path}." if exc.status_code == 404
                else str(exc.detail))
+    headers = dict(exc.headers or {})
+    if exc.status_code == 405:  # every method some route serves on this path, not one route's
+        headers["Allow"] = ", ".join(_methods(request))
     return JSONResponse({"error_code": code, "message": message},
-                        status_code=exc.status_code, headers=exc.headers)
+                        status_code=exc.status_code, headers=headers)
+
+
+def _methods(request: Request) -> list[str]:
+    found = {method for route in request.app.router.routes
+             if route.matches(request.scope)[0] is not Match.NONE
+             for method in getattr(route, "methods", None) or ()}
+    return sorted(found)
 
 
 class CatchAll:
@@ -126,11 +138,15 @@ def create_app(kairos: Kairos, *, tokens: Mapping[str, str] | None = None,
     for router in ROUTERS:
         app.include_router(router)
     mount_ui(app)
+    openapi.install(app)
     app.add_exception_handler(KairosError, _kairos_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(HTTPException, _http_error)
 
-    @app.get("/health", tags=["operations"], summary="Store, embedder and index state")
+    @app.get("/health", tags=["operations"], summary="Store, embedder and index state",
+             response_model=None,
+             responses={200: {"model": openapi.Health, "description": "Healthy."},
+                        503: {"model": openapi.Health, "description": "Unhealthy."}})
     def health() -> JSONResponse:
         try:
             body = kairos.health()
@@ -140,7 +156,8 @@ def create_app(kairos: Kairos, *, tokens: Mapping[str, str] | None = None,
                                  "error": type(exc).__name__}, status_code=503)
         return JSONResponse(body, status_code=200 if body.get("status") == "healthy" else 503)
 
-    @app.get("/metrics", tags=["operations"], summary="Prometheus metrics")
+    @app.get("/metrics", tags=["operations"], summary="Prometheus metrics",
+             response_class=PlainTextResponse)
     def prometheus() -> Response:
         payload, content_type = metrics.render()
         return Response(payload, media_type=content_type)

@@ -11,11 +11,13 @@ from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException
 
 from ..domain import limits
-from ..domain.requests import Validate
+from ..domain.requests import URI_PATTERN, UUID_PATTERN, Validate
 from ..domain.texts import URI_PREFIX
+from .openapi import ERRORS
 from .routes import C
 
-StepId = Annotated[str, Path(description="The uuid of any step URI of the protocol.")]
+StepId = Annotated[str, Path(description="The uuid of any step URI of the protocol.",
+                             json_schema_extra={"pattern": f"^{UUID_PATTERN}$"})]
 Limit = Annotated[int, Query(ge=1, le=100, description="Page size, 1–100.")]
 Offset = Annotated[int, Query(ge=0, le=limits.OFFSET_MAX, description="Items to skip.")]
 
@@ -206,7 +208,7 @@ class EntryPage(BaseModel):
 
 
 RUN_ACTIONS = frozenset({"begin", "next", "attest"})
-router = APIRouter(prefix="/api/v1", tags=["browse"])
+router = APIRouter(prefix="/api/v1", tags=["browse"], responses=ERRORS)
 
 
 @router.get("/protocols", response_model=ProtocolPage, summary="List protocols, a page at "
@@ -241,7 +243,8 @@ def quality(step_id: StepId, c: C) -> Any:
 def list_runs(c: C, limit: Limit = 20, offset: Offset = 0,
               status: Literal["active", "completed", "finished"] | None = None,
               protocol: Annotated[str | None, Query(
-                  description="Only runs of this protocol (any step URI).")] = None) -> Any:
+                  description="Only runs of this protocol (any step URI).",
+                  json_schema_extra={"pattern": URI_PATTERN})] = None) -> Any:
     return c.kairos.browse_runs(c.caller, limit=limit, offset=offset, protocol=protocol,
                               status=status)
 

@@ -9,20 +9,32 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Path, Query, Request
+from fastapi.routing import APIRoute
 
 from ..domain import requests as rq
-from ..domain.errors import ValidationError
+from ..domain.errors import NotFoundError, ValidationError
 from ..domain.texts import URI_PREFIX
 from ..service import Caller, Kairos
+from . import openapi as o
 from .auth import identify
 
 Body = dict[str, Any]
 
 
 class Ctx:
-    """The service and who is calling, resolved once per request."""
+    """The service and who is calling, resolved once per request; an unknown query
+    parameter is refused like an unknown body field, so a typo never passes silently."""
 
     def __init__(self, request: Request) -> None:
+        if request.query_params:
+            route: APIRoute = request.scope["route"]
+            known = {p.alias for p in route.dependant.query_params}
+            unknown = sorted(set(request.query_params) - known)
+            if unknown:
+                expected = "one of: " + ", ".join(sorted(known)) if known else "none"
+                raise ValidationError(unknown[0], expected,
+                                      message=f"Unknown query parameter '{unknown[0]}'; "
+                                              f"expected {expected}.")
         self.kairos: Kairos = request.app.state.kairos
         self.caller: Caller
         self.caller, self.session = identify(request)
@@ -30,117 +42,135 @@ class Ctx:
 
 C = Annotated[Ctx, Depends(Ctx)]
 
-protocols = APIRouter(prefix="/api/v1", tags=["protocols"])
-runs = APIRouter(prefix="/api/v1/runs", tags=["runs"])
-entries = APIRouter(prefix="/api/v1", tags=["entries"])
+protocols = APIRouter(prefix="/api/v1", tags=["protocols"], responses=o.ERRORS)
+runs = APIRouter(prefix="/api/v1/runs", tags=["runs"], responses=o.ERRORS)
+entries = APIRouter(prefix="/api/v1", tags=["entries"], responses=o.ERRORS)
 
 
 # --- protocols ---------------------------------------------------------------------------
 
-@protocols.post("/protocols", status_code=201, summary="Mint markdown as protocols")
+@protocols.post("/protocols", summary="Mint markdown as protocols", **o.ok(o.MintResult, 201))
 def mint(body: rq.Mint, c: C) -> Body:
     return c.kairos.mint(body.markdown_doc, c.caller, llm_model_id=body.llm_model_id,
                          force_update=body.force_update)
 
 
-@protocols.post("/protocols/search", summary="kairos_search: find a protocol")
+@protocols.post("/protocols/search", summary="kairos_search: find a protocol",
+                **o.ok(o.SearchResult))
 def search_protocols(body: rq.Search, c: C) -> Body:
     return c.kairos.search(body.query, c.caller, limit=body.limit)
 
 
-@protocols.get("/protocols/{step_id}", summary="kairos_dump: a step, or ?protocol=true")
-def dump(step_id: Annotated[str, Path(description="The uuid of a step URI.")], c: C,
-         protocol: bool = False) -> Body:
-    return c.kairos.dump(URI_PREFIX + step_id, c.caller, protocol=protocol)
-
-
-@protocols.post("/protocols/update", summary="kairos_update: change steps")
+@protocols.post("/protocols/update", summary="kairos_update: change steps",
+                **o.ok(o.UpdateResult))
 def update(body: rq.Update, c: C) -> Body:
     return c.kairos.update(body.uris, c.caller, markdown_doc=body.markdown_doc,
                            updates=body.updates)
 
 
-@protocols.post("/protocols/delete", summary="kairos_delete: delete steps or protocols")
+@protocols.post("/protocols/delete", summary="kairos_delete: delete steps or protocols",
+                **o.ok(o.DeleteResult))
 def delete(body: rq.Delete, c: C) -> Body:
     return c.kairos.delete(body.uris, c.caller, protocol=body.protocol)
 
 
+@protocols.get("/protocols/{step_id}", summary="kairos_dump: a step, or ?protocol=true",
+               **o.ok(o.StepDump | o.ProtocolDump))
+def dump(step_id: Annotated[str, Path(description="The uuid of a step URI.",
+                                      json_schema_extra={"pattern": f"^{rq.UUID_PATTERN}$"})],
+         c: C, protocol: bool = False) -> Body:
+    return c.kairos.dump(URI_PREFIX + step_id, c.caller, protocol=protocol)
+
+
 # --- runs --------------------------------------------------------------------------------
 
-@runs.post("/begin", summary="kairos_begin: start a run")
+@runs.post("/begin", summary="kairos_begin: start a run", **o.ok(o.StepResult))
 def begin(body: rq.Begin, c: C) -> Body:
     return c.kairos.begin(body.uri, c.caller)
 
 
-@runs.post("/next", summary="kairos_next: answer a challenge, get the next step")
+@runs.post("/next", summary="kairos_next: answer a challenge, get the next step",
+           **o.ok(o.StepResult))
 def next_step(body: rq.Next, c: C) -> Body:
     return c.kairos.next(body.uri, body.solution, c.caller)
 
 
-@runs.post("/attest", summary="kairos_attest: finish a run")
+@runs.post("/attest", summary="kairos_attest: finish a run",
+           **o.ok(o.AttestResult | o.StepResult))
 def attest(body: rq.Attest, c: C) -> Body:
     return c.kairos.attest(body.uri, body.outcome, body.message, c.caller,
                            quality_bonus=body.quality_bonus, llm_model_id=body.llm_model_id,
                            solution=body.solution)
 
 
-@runs.get("", summary="Recent runs of this space")
+@runs.get("", summary="Recent runs of this space", **o.ok(o.RunList))
 def history(c: C, limit: Annotated[int, Query(ge=1, le=500)] = 20) -> Body:
     items = c.kairos.run_history(c.caller, limit)
     return {"runs": items, "count": len(items)}
 
 
-@runs.get("/{run_id}/proofs", summary="The run's proof log")
+@runs.get("/{run_id}/proofs", summary="The run's proof log", **o.ok(o.ProofLog))
 def proofs(run_id: str, c: C) -> Body:
     return c.kairos.proof_log(run_id, c.caller)
 
 
-@runs.get("/{run_id}/verify", summary="Recompute the run's proof chain")
+@runs.get("/{run_id}/verify", summary="Recompute the run's proof chain",
+          **o.ok(o.Verification))
 def verify(run_id: str, c: C) -> Body:
     return c.kairos.verify_run(run_id, c.caller)
 
 
 # --- entries, the unified search and its sessions (seed 002) -----------------------------
 
-@entries.post("/search", summary="Unified search of experiences and manuals")
+@entries.post("/search", summary="Unified search of experiences and manuals",
+              **o.ok(o.UnifiedResult))
 def search(body: rq.SearchEntries, c: C) -> Body:
     return c.kairos.search_entries(body, c.caller, session_id=c.session)
 
 
-@entries.post("/entries/read", summary="Read entries by id")
+@entries.post("/entries/read", summary="Read entries by id", **o.ok(o.EntriesRead))
 def read_entries(body: rq.ReadEntries, c: C) -> Body:
     return c.kairos.read_entries(body, c.caller, session_id=c.session)
 
 
-@entries.post("/entries", status_code=201, summary="Write an experience or a manual")
+@entries.post("/entries", summary="Write an experience or a manual",
+              **o.ok(o.EntryWritten, 201))
 def write_entry(body: rq.WriteEntry, c: C) -> Body:
     return c.kairos.write_entry(body, c.caller)
 
 
-@entries.patch("/entries/{entity_id}", summary="Change fields of an entry")
+@entries.patch("/entries/{entity_id}", summary="Change fields of an entry",
+               **o.ok(o.EntryWritten))
 def patch_entry(entity_id: str, body: rq.EntryFields, c: C) -> Body:
     return c.kairos.update_entry(rq.UpdateEntry(entity_id=entity_id, updates=body), c.caller)
 
 
-@entries.post("/entries/update", summary="Change fields of an entry")
+@entries.post("/entries/update", summary="Change fields of an entry",
+              **o.ok(o.EntryWritten))
 def update_entry(body: rq.UpdateEntry, c: C) -> Body:
     return c.kairos.update_entry(body, c.caller)
 
 
-@entries.get("/categories", summary="Categories of experiences and manuals")
+@entries.get("/categories", summary="Categories of experiences and manuals",
+             **o.ok(o.CategoryList))
 def categories(c: C) -> Body:
     return c.kairos.list_categories(c.caller)
 
 
-@entries.get("/search/session", summary="What a search session has seen and cited")
-def session(c: C, session_id: str | None = None) -> Body:
+@entries.get("/search/session", summary="What a search session has seen and cited",
+             **o.ok(o.SessionInfo))
+def session(c: C, session_id: Annotated[str | None, Query(
+        max_length=128, description="The session; else the X-CHL-Session header's.")] = None
+            ) -> Body:
     sid = session_id or c.session
-    if not sid:
-        raise ValidationError("session_id", "a session id (query parameter or X-CHL-Session)")
+    if not sid:  # no session named is no session found
+        raise NotFoundError("No session named: pass session_id or the X-CHL-Session "
+                            "header.", field="session_id")
     return c.kairos.session_info(sid, c.caller)
 
 
-@entries.post("/search/session/cited", summary="Record entries the answer cited")
+@entries.post("/search/session/cited", summary="Record entries the answer cited",
+              **o.ok(o.SessionInfo))
 def cited(body: rq.Cite, c: C) -> Body:
     return c.kairos.cite(body.session_id, body.ids, c.caller)
 

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Literal, TypeVar
 
 import pydantic
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from . import limits
 from .errors import ValidationError
@@ -26,6 +26,20 @@ from .limits import QUERY_CHARS, SEARCH_LIMIT, SNIPPET_MAX, SNIPPET_MIN
 UUID_PATTERN = "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
 URI_PATTERN = f"^kairos://mem/{UUID_PATTERN}$"
 SESSION_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:\-]{0,127}$"
+STARTER_CATEGORIES = (
+    ("general", "General", "Anything that fits no other category"),
+    ("coding", "Coding", "Writing and changing code"),
+    ("debugging", "Debugging", "Finding and fixing faults"),
+    ("testing", "Testing", "Tests, fixtures and test strategy"),
+    ("deployment", "Deployment", "Building, releasing and shipping"),
+    ("operations", "Operations", "Running services: monitoring, incidents, maintenance"),
+    ("security", "Security", "Secrets, access, vulnerabilities"),
+    ("data", "Data", "Databases, migrations and data handling"),
+    ("tooling", "Tooling", "Editors, CLIs, build tools and their setup"),
+    ("documentation", "Documentation", "Writing and keeping docs"),
+)
+"""The categories every space starts with (code, name, description)."""
+CATEGORY_CODES: list[Any] = sorted(code for code, _, _ in STARTER_CATEGORIES)
 ENTRY_TYPES = ("experience", "manual")
 SECTIONS = ("useful", "harmful", "contextual")
 FIELDS: dict[str, tuple[str, ...]] = {
@@ -45,6 +59,15 @@ class Request(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
 
+def _whole(value: Any) -> Any:
+    """JSON Schema's integers include 2.0: a whole float counts as its integer."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+WHOLE = BeforeValidator(_whole)
+"""After the integer's Field: then its range stays in the JSON Schema (minimum, maximum)."""
+
+
 # --- fields ------------------------------------------------------------------------------
 
 Uri = Annotated[str, Field(description="A step URI, kairos://mem/<uuid>.",
@@ -57,7 +80,7 @@ Query = Annotated[str, Field(min_length=1, max_length=QUERY_CHARS, pattern=r"\S"
                              description="What you are looking for, in a few words.")]
 Limit = Annotated[int, Field(ge=1, le=SEARCH_LIMIT,
                              description=f"Maximum number of results, 1 to {SEARCH_LIMIT} "
-                                         "(default 10).")]
+                                         "(default 10)."), WHOLE]
 ModelId = Annotated[str, Field(max_length=limits.MODEL_ID_CHARS,
                                description="The model that wrote or ran the protocol.")]
 SessionId = Annotated[str, Field(max_length=limits.MODEL_ID_CHARS,
@@ -66,7 +89,7 @@ SessionId = Annotated[str, Field(max_length=limits.MODEL_ID_CHARS,
                                              "of another form is ignored).")]
 SnippetLen = Annotated[int, Field(ge=SNIPPET_MIN, le=SNIPPET_MAX,
                                   description=f"Snippet length, {SNIPPET_MIN} to {SNIPPET_MAX} "
-                                              f"(default {limits.SNIPPET_DEFAULT}).")]
+                                              f"(default {limits.SNIPPET_DEFAULT})."), WHOLE]
 FieldNames = Annotated[list[str], Field(
     description="Field names to return in full.",
     json_schema_extra={"items": {"type": "string", "enum": ALL_FIELDS}})]
@@ -174,8 +197,8 @@ class SearchEntries(Request):
         None, description='Default ["experience", "manual"].')
     category: str | None = Field(None, description="A code from list_categories.")
     limit: Limit | None = None
-    offset: int | None = Field(None, ge=0, le=limits.OFFSET_MAX,
-                               description="Skip this many results (default 0).")
+    offset: Annotated[int, Field(ge=0, le=limits.OFFSET_MAX), WHOLE] | None = Field(
+        None, description="Skip this many results (default 0).")
     min_score: float | None = Field(None, ge=0, le=1, allow_inf_nan=False,
                                     description="0 to 1; default 0.50 with vectors, 0.35 "
                                                 "with text alone.")
@@ -204,7 +227,8 @@ class EntryFields(Request):
     model_config = ConfigDict(json_schema_extra={"minProperties": 1})
     """At least one field; the service says so when there is none."""
 
-    category: str | None = Field(None, description="A code from list_categories.")
+    category: str | None = Field(None, description="A code from list_categories.",
+                                 json_schema_extra={"enum": [*CATEGORY_CODES, None]})
     title: str | None = None
     playbook: str | None = Field(None, description="experience: what to do.")
     context: str | None = Field(None, description="experience: when it applies.")
@@ -216,7 +240,8 @@ class EntryFields(Request):
 
 class WriteEntry(Request):
     entity_type: Literal["experience", "manual"] = "experience"
-    category: str = Field(description="A code from list_categories.")
+    category: str = Field(description="A code from list_categories.",
+                          json_schema_extra={"enum": CATEGORY_CODES})
     title: str
     playbook: str | None = Field(None, description="experience: what to do.")
     context: str | None = Field(None, description="experience: when it applies.")

@@ -13,7 +13,7 @@ from sqlalchemy.exc import IntegrityError
 from ..domain import limits
 from ..domain import requests as rq
 from ..domain.errors import CONFLICT, ConflictError, NotFoundError, ValidationError
-from ..domain.requests import ENTRY_TYPES, FIELDS, SECTIONS
+from ..domain.requests import ENTRY_TYPES, FIELDS, SECTIONS, STARTER_CATEGORIES
 from ..domain.uris import new_id, to_uri
 from ..search.documents import entry_doc, entry_table
 from ..search.service import DUPLICATE_SEQ, Hit, SearchService
@@ -29,18 +29,6 @@ _GUARD_ATTEMPTS = 20
 DOWNRANK_FACTOR = 0.5
 MIN_SCORE_VECTOR = 0.50
 MIN_SCORE_TEXT = 0.35
-STARTER_CATEGORIES = (
-    ("general", "General", "Anything that fits no other category"),
-    ("coding", "Coding", "Writing and changing code"),
-    ("debugging", "Debugging", "Finding and fixing faults"),
-    ("testing", "Testing", "Tests, fixtures and test strategy"),
-    ("deployment", "Deployment", "Building, releasing and shipping"),
-    ("operations", "Operations", "Running services: monitoring, incidents, maintenance"),
-    ("security", "Security", "Secrets, access, vulnerabilities"),
-    ("data", "Data", "Databases, migrations and data handling"),
-    ("tooling", "Tooling", "Editors, CLIs, build tools and their setup"),
-    ("documentation", "Documentation", "Writing and keeping docs"),
-)
 _BODY = {"experience": "playbook", "manual": "content", "protocol": "content"}
 
 
