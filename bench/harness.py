@@ -93,14 +93,14 @@ def peak_rss_mb(pid: int) -> float | None:
 class Server:
     """A `kairos serve` subprocess on a free port, ready once its model is loaded."""
 
-    def __init__(self, home: Path, database_url: str | None, log: Path) -> None:
+    def __init__(self, home: Path, database_url: str | None, log: Path, **env: str) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = log
         with log.open("ab") as out:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "kairos.cli.main", "serve", "--port", str(self.port),
-                 "--log-level", "warning"], cwd=ROOT, env=kairos_env(home, database_url),
+                 "--log-level", "warning"], cwd=ROOT, env=kairos_env(home, database_url, **env),
                 stdout=out, stderr=subprocess.STDOUT)
 
     def wait_ready(self, timeout: float = READY_TIMEOUT) -> dict[str, Any]:

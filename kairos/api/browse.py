@@ -11,7 +11,7 @@ from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException
 
 from ..domain import limits
-from ..domain.requests import URI_PATTERN, UUID_PATTERN, Validate
+from ..domain.requests import CATEGORY_CODES, URI_PATTERN, UUID_PATTERN, Validate
 from ..domain.texts import URI_PREFIX
 from .openapi import ERRORS
 from .routes import C
@@ -260,7 +260,8 @@ def one_run(run_id: str, c: C) -> Any:
 @router.get("/entries", response_model=EntryPage,
             summary="List experiences or manuals, optionally of one category")
 def list_entries(c: C, type: Literal["experience", "manual"] = "experience",
-                 category: Annotated[str | None, Query(max_length=64)] = None,
+                 category: Annotated[str | None, Query(
+                     max_length=64, json_schema_extra={"enum": CATEGORY_CODES})] = None,
                  limit: Limit = 20, offset: Offset = 0) -> Any:
     return c.kairos.browse_entries(c.caller, kind=type, category=category, limit=limit,
                                  offset=offset)

@@ -74,8 +74,10 @@ Uri = Annotated[str, Field(description="A step URI, kairos://mem/<uuid>.",
                            json_schema_extra={"pattern": URI_PATTERN})]
 """The form is checked by the service (code INVALID_URI); the pattern documents it."""
 
-Uris = Annotated[str | Annotated[list[Uri], Field(min_length=1)],
-                 Field(description="One step URI or a list of them (kairos://mem/<uuid>).")]
+Uris = Annotated[str | Annotated[list[str], Field(min_length=1)],
+                 Field(description="One step URI or a list of them (kairos://mem/<uuid>). "
+                                   "A batch: each URI gets its own result, a malformed or "
+                                   "unknown one a result with status error.")]
 Query = Annotated[str, Field(min_length=1, max_length=QUERY_CHARS, pattern=r"\S",
                              description="What you are looking for, in a few words.")]
 Limit = Annotated[int, Field(ge=1, le=SEARCH_LIMIT,
@@ -83,7 +85,7 @@ Limit = Annotated[int, Field(ge=1, le=SEARCH_LIMIT,
                                          "(default 10)."), WHOLE]
 ModelId = Annotated[str, Field(max_length=limits.MODEL_ID_CHARS,
                                description="The model that wrote or ran the protocol.")]
-SessionId = Annotated[str, Field(max_length=limits.MODEL_ID_CHARS,
+SessionId = Annotated[str, Field(max_length=128,
                                  description="A search session: letters, digits, . _ : - "
                                              "(the X-CHL-Session header wins over it; an id "
                                              "of another form is ignored).")]

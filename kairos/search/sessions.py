@@ -14,7 +14,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-SESSION_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:\-]{0,127}$")
+from ..domain.requests import SESSION_PATTERN
+
+SESSION_ID_RE = re.compile(SESSION_PATTERN)
 MAX_LAST_QUERIES = 20
 
 

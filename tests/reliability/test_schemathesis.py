@@ -76,7 +76,8 @@ def test_every_response_is_the_documented_one(kairos: Kairos, mode: GenerationMo
                     key = f"{name}: {getattr(failure, 'title', type(failure).__name__)}"
                     failures[key] += 1
                     examples.setdefault(key, f"{response.status_code} {response.text[:300]}"
-                                             f"\n{case.as_curl_command()}")
+                                             f"\n{case.as_curl_command()}\n"
+                                             f"{dict(response.request.headers)}")
 
         try:
             check()
