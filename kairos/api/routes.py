@@ -29,12 +29,18 @@ class Ctx:
         if request.query_params:
             route: APIRoute = request.scope["route"]
             known = {p.alias for p in route.dependant.query_params}
-            unknown = sorted(set(request.query_params) - known)
+            names = [name for name, _ in request.query_params.multi_items()]
+            unknown = sorted(set(names) - known)
             if unknown:
                 expected = "one of: " + ", ".join(sorted(known)) if known else "none"
                 raise ValidationError(unknown[0], expected,
                                       message=f"Unknown query parameter '{unknown[0]}'; "
                                               f"expected {expected}.")
+            repeated = sorted({name for name in names if names.count(name) > 1})
+            if repeated:
+                raise ValidationError(repeated[0], "one value",
+                                      message=f"Query parameter '{repeated[0]}' is given "
+                                              "more than once.")
         self.kairos: Kairos = request.app.state.kairos
         self.caller: Caller
         self.caller, self.session = identify(request)

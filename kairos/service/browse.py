@@ -10,6 +10,7 @@ from typing import Any
 from ..domain import errors, limits, markdown
 from ..domain.errors import KairosError, NotFoundError, ValidationError
 from ..domain.proof import chain_hash, verify_chain
+from ..domain.requests import CATEGORY_CODES
 from ..domain.texts import GENESIS_HASH
 from ..domain.uris import to_uri
 from ..search.documents import protocol_doc
@@ -283,8 +284,8 @@ class BrowseService:
         limit, offset = _page(limit, offset)
         if kind not in ENTRY_KINDS:
             raise ValidationError("type", " or ".join(ENTRY_KINDS))
-        if category is not None and not isinstance(category, str):
-            raise ValidationError("category", "a category code")
+        if category is not None and category not in CATEGORY_CODES:
+            raise ValidationError("category", "one of: " + ", ".join(CATEGORY_CODES))
         with self.store.read() as repo:
             rows, total = q.entry_page(repo, caller.space, kind, category=category or None,
                                        limit=limit, offset=offset)

@@ -5,6 +5,7 @@ types, deep values, real and unknown URIs. No call may end in an internal error 
 from __future__ import annotations
 
 import json
+import os
 import uuid
 from functools import partial
 from typing import Any
@@ -22,7 +23,7 @@ from kairos.mcp.tools import ToolSpec
 from kairos.service import Kairos
 from tests.spec.seedkit import THREE_STEPS
 
-EXAMPLES = 60  # per tool
+EXAMPLES = int(os.environ.get("KAIROS_FUZZ_EXAMPLES", "60"))  # per tool
 SETTINGS = settings(max_examples=EXAMPLES, derandomize=True, deadline=None, database=None,
                     phases=[Phase.explicit, Phase.generate],
                     suppress_health_check=list(HealthCheck))
