@@ -6,18 +6,16 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Path, Query
+from fastapi import APIRouter, Query
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException
 
 from ..domain import limits
-from ..domain.requests import CATEGORY_CODES, URI_PATTERN, UUID_PATTERN, Validate
+from ..domain.requests import CATEGORY_CODES, URI_PATTERN, Validate
 from ..domain.texts import URI_PREFIX
 from .openapi import ERRORS
-from .routes import C
+from .routes import C, RunId, StepId
 
-StepId = Annotated[str, Path(description="The uuid of any step URI of the protocol.",
-                             json_schema_extra={"pattern": f"^{UUID_PATTERN}$"})]
 Limit = Annotated[int, Query(ge=1, le=100, description="Page size, 1–100.")]
 Offset = Annotated[int, Query(ge=0, le=limits.OFFSET_MAX, description="Items to skip.")]
 
@@ -251,7 +249,7 @@ def list_runs(c: C, limit: Limit = 20, offset: Offset = 0,
 
 @router.get("/runs/{run_id}", response_model=RunDetail,
             summary="One run: status, steps, and its proof chain checked link by link")
-def one_run(run_id: str, c: C) -> Any:
+def one_run(run_id: RunId, c: C) -> Any:
     if run_id in RUN_ACTIONS:  # POST-only actions under the same prefix, not run ids
         raise HTTPException(405, "Method Not Allowed", headers={"Allow": "POST"})
     return c.kairos.run_detail(run_id, c.caller)

@@ -47,6 +47,11 @@ class Ctx:
 
 
 C = Annotated[Ctx, Depends(Ctx)]
+_UUID = {"pattern": f"^{rq.UUID_PATTERN}$"}
+StepId = Annotated[str, Path(description="The uuid of a step URI.", json_schema_extra=_UUID)]
+RunId = Annotated[str, Path(description="A run's id (run_id).", json_schema_extra=_UUID)]
+"""The uuid forms are documented; an id of another form finds nothing (404) or, for a
+step, is an INVALID_URI like any malformed URI."""
 
 protocols = APIRouter(prefix="/api/v1", tags=["protocols"], responses=o.ERRORS)
 runs = APIRouter(prefix="/api/v1/runs", tags=["runs"], responses=o.ERRORS)
@@ -82,9 +87,7 @@ def delete(body: rq.Delete, c: C) -> Body:
 
 @protocols.get("/protocols/{step_id}", summary="kairos_dump: a step, or ?protocol=true",
                **o.ok(o.StepDump | o.ProtocolDump))
-def dump(step_id: Annotated[str, Path(description="The uuid of a step URI.",
-                                      json_schema_extra={"pattern": f"^{rq.UUID_PATTERN}$"})],
-         c: C, protocol: bool = False) -> Body:
+def dump(step_id: StepId, c: C, protocol: bool = False) -> Body:
     return c.kairos.dump(URI_PREFIX + step_id, c.caller, protocol=protocol)
 
 
@@ -116,13 +119,13 @@ def history(c: C, limit: Annotated[int, Query(ge=1, le=500)] = 20) -> Body:
 
 
 @runs.get("/{run_id}/proofs", summary="The run's proof log", **o.ok(o.ProofLog))
-def proofs(run_id: str, c: C) -> Body:
+def proofs(run_id: RunId, c: C) -> Body:
     return c.kairos.proof_log(run_id, c.caller)
 
 
 @runs.get("/{run_id}/verify", summary="Recompute the run's proof chain",
           **o.ok(o.Verification))
-def verify(run_id: str, c: C) -> Body:
+def verify(run_id: RunId, c: C) -> Body:
     return c.kairos.verify_run(run_id, c.caller)
 
 
