@@ -4,7 +4,9 @@ serves at once.
 One `kairos serve` (SQLite) with 300 tldr protocols. Each client loops over a mixed agent
 workload — a `kairos_search`, then a run (begin, next × steps, attest) of the protocol it
 found — for a fixed window. A refused request (503 OVERLOADED) is counted and retried after
-its `Retry-After`, as a well-behaved client does. Measured in one run, same data:
+its `Retry-After` plus a random share of it (jitter), as a well-behaved client does; the
+clients run in one process on the server's cores, so a burst of refusals also costs the
+client's own event loop. Measured in one run, same data:
 
 - 16 clients with the default in-flight limit (the baseline);
 - 256 clients with the default limit (backpressure on);
@@ -48,14 +50,15 @@ class Tally:
 
 
 async def call(http: httpx2.AsyncClient, tally: Tally, path: str, body: dict[str, Any],
-               deadline: float) -> dict[str, Any] | None:
+               deadline: float, rng: random.Random) -> dict[str, Any] | None:
     """POST until admitted (or the window ends); the admitted latency is recorded."""
     while time.monotonic() < deadline:
         started = time.perf_counter()
         response = await http.post(path, json=body)
         if response.status_code == 503:
             tally.refused += 1
-            await asyncio.sleep(float(response.headers.get("retry-after", "1")))
+            wait = float(response.headers.get("retry-after", "1"))
+            await asyncio.sleep(wait * rng.uniform(1, 2))
             continue
         tally.admitted.append(time.perf_counter() - started)
         if response.status_code >= 400:
@@ -69,12 +72,12 @@ async def agent(http: httpx2.AsyncClient, tally: Tally, queries: list[str],
                 deadline: float, rng: random.Random) -> None:
     while time.monotonic() < deadline:
         found = await call(http, tally, "/api/v1/protocols/search",
-                           {"query": rng.choice(queries)}, deadline)
+                           {"query": rng.choice(queries)}, deadline, rng)
         matches = [c for c in (found or {}).get("choices", []) if c["role"] == "match"]
         if not matches:
             continue
         step = await call(http, tally, "/api/v1/runs/begin", {"uri": matches[0]["uri"]},
-                          deadline)
+                          deadline, rng)
         while step is not None and "challenge" in step:
             challenge = step["challenge"]
             solution = {"type": "shell", "nonce": challenge["nonce"],
@@ -85,10 +88,10 @@ async def agent(http: httpx2.AsyncClient, tally: Tally, queries: list[str],
             if "kairos_attest" in step["next_action"]:
                 await call(http, tally, "/api/v1/runs/attest",
                            {"uri": f"kairos://mem/{uri}", "outcome": "success",
-                            "message": "done", "solution": solution}, deadline)
+                            "message": "done", "solution": solution}, deadline, rng)
                 break
             step = await call(http, tally, "/api/v1/runs/next",
-                              {"uri": f"kairos://mem/{uri}", "solution": solution}, deadline)
+                              {"uri": f"kairos://mem/{uri}", "solution": solution}, deadline, rng)
 
 
 async def level(url: str, clients: int, seconds: float, queries: list[str]) -> dict[str, Any]:
