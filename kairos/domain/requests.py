@@ -222,7 +222,16 @@ class ReadEntries(Request):
     session_id: SessionId | None = None
 
 
-class EntryFields(Request):
+class _EntryBody(Request):
+    playbook: str | None = Field(None, description="experience: what to do.")
+    context: str | None = Field(None, description="experience: when it applies.")
+    section: Literal["useful", "harmful", "contextual"] | None = None
+    content: str | None = Field(None, description="manual: the document.")
+    summary: str | None = Field(None, description="manual: a short summary.")
+    author: str | None = None
+
+
+class EntryFields(_EntryBody):
     """The fields of an experience (title, playbook, context, section) or a manual (title,
     content, summary), with category and author."""
 
@@ -232,25 +241,13 @@ class EntryFields(Request):
     category: str | None = Field(None, description="A code from list_categories.",
                                  json_schema_extra={"enum": [*CATEGORY_CODES, None]})
     title: str | None = None
-    playbook: str | None = Field(None, description="experience: what to do.")
-    context: str | None = Field(None, description="experience: when it applies.")
-    section: Literal["useful", "harmful", "contextual"] | None = None
-    content: str | None = Field(None, description="manual: the document.")
-    summary: str | None = Field(None, description="manual: a short summary.")
-    author: str | None = None
 
 
-class WriteEntry(Request):
+class WriteEntry(_EntryBody):
     entity_type: Literal["experience", "manual"] = "experience"
     category: str = Field(description="A code from list_categories.",
                           json_schema_extra={"enum": CATEGORY_CODES})
     title: str
-    playbook: str | None = Field(None, description="experience: what to do.")
-    context: str | None = Field(None, description="experience: when it applies.")
-    section: Literal["useful", "harmful", "contextual"] | None = None
-    content: str | None = Field(None, description="manual: the document.")
-    summary: str | None = Field(None, description="manual: a short summary.")
-    author: str | None = None
 
 
 class UpdateEntry(Request):
