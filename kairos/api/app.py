@@ -70,11 +70,15 @@ async def _http_error(request: Request, exc: Exception) -> Response:
                         status_code=exc.status_code, headers=headers)
 
 
+_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE")
+
+
 def _methods(request: Request) -> list[str]:
-    found = {method for route in request.app.router.routes
-             if route.matches(request.scope)[0] is not Match.NONE
-             for method in getattr(route, "methods", None) or ()}
-    return sorted(found)
+    """The methods some route answers on this path (a route matches fully with them)."""
+    routes = request.app.router.routes
+    return [method for method in _METHODS
+            if any(route.matches({**request.scope, "method": method})[0] is Match.FULL
+                   for route in routes)]
 
 
 class CatchAll:

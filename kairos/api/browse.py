@@ -224,13 +224,13 @@ def validate(body: Validate, c: C) -> Any:
     return c.kairos.validate_markdown(body.markdown_doc, c.caller)
 
 
-@router.get("/protocols/{step_id}/overview", response_model=ProtocolOverview,
+@router.get("/protocols/{step_id:uuid_text}/overview", response_model=ProtocolOverview,
             summary="A protocol's steps with their challenges, and its statistics")
 def overview(step_id: StepId, c: C) -> Any:
     return c.kairos.protocol_overview(URI_PREFIX + step_id, c.caller)
 
 
-@router.get("/protocols/{step_id}/quality", response_model=Quality,
+@router.get("/protocols/{step_id:uuid_text}/quality", response_model=Quality,
             summary="Runs and success rate of a protocol per day")
 def quality(step_id: StepId, c: C) -> Any:
     return c.kairos.protocol_quality(URI_PREFIX + step_id, c.caller)
@@ -247,7 +247,7 @@ def list_runs(c: C, limit: Limit = 20, offset: Offset = 0,
                               status=status)
 
 
-@router.get("/runs/{run_id}", response_model=RunDetail,
+@router.get("/runs/{run_id:uuid_text}", response_model=RunDetail,
             summary="One run: status, steps, and its proof chain checked link by link")
 def one_run(run_id: RunId, c: C) -> Any:
     if run_id in RUN_ACTIONS:  # POST-only actions under the same prefix, not run ids

@@ -213,7 +213,8 @@ class Verification(Body):
     proofs: int
     proven: bool
     head: str | None
-    first_broken: int | None
+    first_broken: dict[str, Any] | None = Field(description="The first link whose hash does "
+                                                            "not recompute, if any.")
 
 
 # --- entries -------------------------------------------------------------------------------

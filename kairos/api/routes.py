@@ -10,6 +10,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Path, Query, Request
 from fastapi.routing import APIRoute
+from starlette.convertors import Convertor, register_url_convertor
 
 from ..domain import requests as rq
 from ..domain.errors import NotFoundError, ValidationError
@@ -47,11 +48,26 @@ class Ctx:
 
 
 C = Annotated[Ctx, Depends(Ctx)]
+
+
+class _UuidText(Convertor[str]):
+    """A path segment that is a uuid, kept as text: ``/protocols/update`` is then not a
+    step id, so each path is served by exactly the routes it names."""
+
+    regex = rq.UUID_PATTERN
+
+    def convert(self, value: str) -> str:
+        return value
+
+    def to_string(self, value: str) -> str:
+        return value
+
+
+register_url_convertor("uuid_text", _UuidText())
 _UUID = {"pattern": f"^{rq.UUID_PATTERN}$"}
 StepId = Annotated[str, Path(description="The uuid of a step URI.", json_schema_extra=_UUID)]
 RunId = Annotated[str, Path(description="A run's id (run_id).", json_schema_extra=_UUID)]
-"""The uuid forms are documented; an id of another form finds nothing (404) or, for a
-step, is an INVALID_URI like any malformed URI."""
+"""Path ids are uuids (``uuid_text``): an id of another form names no route (404)."""
 
 protocols = APIRouter(prefix="/api/v1", tags=["protocols"], responses=o.ERRORS)
 runs = APIRouter(prefix="/api/v1/runs", tags=["runs"], responses=o.ERRORS)
@@ -85,7 +101,7 @@ def delete(body: rq.Delete, c: C) -> Body:
     return c.kairos.delete(body.uris, c.caller, protocol=body.protocol)
 
 
-@protocols.get("/protocols/{step_id}", summary="kairos_dump: a step, or ?protocol=true",
+@protocols.get("/protocols/{step_id:uuid_text}", summary="kairos_dump: a step, or ?protocol=true",
                **o.ok(o.StepDump | o.ProtocolDump))
 def dump(step_id: StepId, c: C, protocol: bool = False) -> Body:
     return c.kairos.dump(URI_PREFIX + step_id, c.caller, protocol=protocol)
@@ -118,12 +134,12 @@ def history(c: C, limit: Annotated[int, Query(ge=1, le=500)] = 20) -> Body:
     return {"runs": items, "count": len(items)}
 
 
-@runs.get("/{run_id}/proofs", summary="The run's proof log", **o.ok(o.ProofLog))
+@runs.get("/{run_id:uuid_text}/proofs", summary="The run's proof log", **o.ok(o.ProofLog))
 def proofs(run_id: RunId, c: C) -> Body:
     return c.kairos.proof_log(run_id, c.caller)
 
 
-@runs.get("/{run_id}/verify", summary="Recompute the run's proof chain",
+@runs.get("/{run_id:uuid_text}/verify", summary="Recompute the run's proof chain",
           **o.ok(o.Verification))
 def verify(run_id: RunId, c: C) -> Body:
     return c.kairos.verify_run(run_id, c.caller)

@@ -121,8 +121,8 @@ async def test_unknown_ids_are_404(http: httpx.AsyncClient) -> None:
         assert r.json()["error_code"] == "NOT_FOUND"
     for action in ("begin", "next", "attest"):  # POST-only: not mistaken for a run id
         assert (await http.get(f"/api/v1/runs/{action}")).status_code == 405
-    bad = await http.get("/api/v1/protocols/not-a-uuid/overview")
-    assert bad.status_code == 422 and bad.json()["field"] == "uri"
+    bad = await http.get("/api/v1/protocols/not-a-uuid/overview")  # not a step id: no route
+    assert bad.status_code == 404 and bad.json()["error_code"] == "NOT_FOUND"
     runs = await http.get("/api/v1/runs/list", params={"protocol": "nope"})
     assert runs.status_code == 422 and runs.json()["field"] == "protocol"
 
