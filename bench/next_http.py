@@ -1,7 +1,8 @@
 """kairos_next over HTTP, beside the HTTP floor measured in the same run.
 
     python bench/next_http.py [--seconds 8] [--levels 1,16,64] [--no-postgres]
-                              [--only floor,sqlite,pg] [--json FILE]
+                              [--only floor,sqlite,pg] [--processes 1,2]
+                              [--max-inflight N] [--json FILE]
 
 Agents run a ten-step protocol (begin, next × 9, attest) over REST, again and again, for
 ``--seconds`` per concurrency level, each with its own ``X-CHL-Session`` and its own
@@ -17,6 +18,10 @@ shipped local model on a temporary home):
 - **PostgreSQL** (a throwaway one from ``scripts/pg.py``) behind one ``kairos serve`` and
   behind two on different ports sharing the database; agent i's call j goes to server
   (i + j) mod 2.
+
+Each server admits ``--max-inflight`` requests at once (``KAIROS_MAX_INFLIGHT``; by default
+the largest level, so that every agent is served; the server's own default, 16, would
+answer the others 503). A 503 is retried after its Retry-After and counted.
 
 Per level: ``kairos_next`` calls/s and all calls/s (begin, next and attest) completed inside
 the window, p50/p99 of one ``next`` and of a whole run (begin → next × 9 → attest), and each
@@ -86,6 +91,7 @@ class Conn:
         extra = "".join(f"{k}: {v}\r\n" for k, v in (headers or {}).items())
         self.head = (f"Host: {host}:{port}\r\nContent-Type: application/json\r\n"
                      f"Accept: application/json\r\n{extra}")
+        self.refused = 0
         self.reader: asyncio.StreamReader | None = None
         self.writer: asyncio.StreamWriter | None = None
 
@@ -127,8 +133,16 @@ class Conn:
         return status, data
 
     async def json(self, path: str, value: Any) -> dict[str, Any]:
-        status, data = await self.request("POST", path, dumps(value))
-        body = loads(data)
+        """POST ``value``; a 503 (too many requests in flight) is retried after its
+        Retry-After, as an agent would, and counted in ``refused``."""
+        payload = dumps(value)
+        while True:
+            status, data = await self.request("POST", path, payload)
+            body = loads(data)
+            if status != 503:
+                break
+            self.refused += 1
+            await asyncio.sleep(float(body.get("details", {}).get("retry_after", 1)))
         if status >= 400 or "error_code" in body:
             raise HttpError(f"{path}: {status} {body.get('error_code')}")
         return dict(body)
@@ -160,6 +174,7 @@ async def drive(ports: list[int], n: int, seconds: float, steps: list[str] | Non
     calls: list[float] = []
     runs: list[float] = []
     failures: list[str] = []
+    refused = [0]
     stop = asyncio.Event()
 
     async def agent(i: int) -> None:
@@ -200,6 +215,7 @@ async def drive(ports: list[int], n: int, seconds: float, steps: list[str] | Non
                     failures.append(f"{type(exc).__name__}: {exc}"[:200])
         finally:
             for conn in conns:
+                refused[0] += conn.refused
                 await conn.close()
 
     cpu0 = resource.getrusage(resource.RUSAGE_SELF)
@@ -214,7 +230,7 @@ async def drive(ports: list[int], n: int, seconds: float, steps: list[str] | Non
     out: dict[str, Any] = {
         "agents": n, "seconds": round(elapsed, 2),
         "calls_per_second": round(len(calls) / elapsed, 1), "call": stats(calls),
-        "failures": len(failures), "first_failure": failures[:1],
+        "failures": len(failures), "first_failure": failures[:1], "refused_503": refused[0],
         "client_cpu_share": round(client_cpu / elapsed, 2), "load": load_now()}
     if steps is not None:
         out.update(next_per_second=round(len(nexts) / elapsed, 1), next=stats(nexts),
@@ -313,12 +329,12 @@ def floor_cmd(workers: int) -> tuple[list[str], int, dict[str, str]]:
             dict(os.environ))
 
 
-def kairos_cmd(home: Path, workers: int, database_url: str | None = None
+def kairos_cmd(home: Path, workers: int, inflight: int, database_url: str | None = None
                ) -> tuple[list[str], int, dict[str, str]]:
     port = free_port()
     return ([sys.executable, "-m", "kairos.cli.main", "serve", "--port", str(port),
              "--workers", str(workers), "--log-level", "warning"], port,
-            kairos_env(home, database_url))
+            kairos_env(home, database_url, KAIROS_MAX_INFLIGHT=str(inflight)))
 
 
 # --- the run ---------------------------------------------------------------------------------
@@ -332,11 +348,14 @@ def main() -> None:
     p.add_argument("--only", default="floor,sqlite,pg",
                    help="setups to run, of floor, sqlite, pg [all]")
     p.add_argument("--processes", default="1,2", help="workers / replicas per setup [1,2]")
+    p.add_argument("--max-inflight", type=int,
+                   help="KAIROS_MAX_INFLIGHT of each server [the largest level]")
     p.add_argument("--json", type=Path, default=RESULTS / "next_http.json")
     a = p.parse_args()
     levels = [int(x) for x in a.levels.split(",")]
     counts = [int(x) for x in a.processes.split(",")]
     only = set(a.only.split(","))
+    inflight = a.max_inflight or max(levels)
     if a.no_postgres:
         only.discard("pg")
     import uvicorn
@@ -348,6 +367,7 @@ def main() -> None:
                     "python": sys.version.split()[0], "uvicorn": uvicorn.__version__,
                     "time": time.strftime("%Y-%m-%d %H:%M:%S %Z")},
         "config": {"seconds": a.seconds, "levels": levels, "steps": STEPS,
+                   "max_inflight": inflight,
                    "server": uvicorn_options()},
         "setups": {}}
     begun = time.perf_counter()
@@ -378,14 +398,15 @@ def main() -> None:
         for w in counts:
             if "sqlite" in only:
                 home = root / f"sqlite-{w}"
-                measure(f"SQLite, {w} worker{'s' if w > 1 else ''}", [kairos_cmd(home, w)],
-                        w, kairos=True)
+                measure(f"SQLite, {w} worker{'s' if w > 1 else ''}",
+                        [kairos_cmd(home, w, inflight)], w, kairos=True)
         if "pg" in only:
             with postgres() as url:
                 for n in counts:
                     home = root / f"pg-{n}"
                     measure(f"PostgreSQL, {n} replica{'s' if n > 1 else ''}",
-                            [kairos_cmd(home, 1, url) for _ in range(n)], n, kairos=True)
+                            [kairos_cmd(home, 1, inflight, url) for _ in range(n)], n,
+                            kairos=True)
     finally:
         result["seconds"] = round(time.perf_counter() - begun)
         result["machine"]["load_avg_end"] = [round(x, 2) for x in os.getloadavg()]
