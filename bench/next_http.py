@@ -15,9 +15,9 @@ shipped local model on a temporary home):
   at the same concurrency (each agent posts a body the size of a ``next`` body, in turn);
 - **SQLite** behind ``kairos serve --workers 1`` and ``--workers 2`` (one address, the kernel
   spreading connections over the workers);
-- **PostgreSQL** (a throwaway one from ``scripts/pg.py``) behind one ``kairos serve`` and
-  behind two on different ports sharing the database; agent i's call j goes to server
-  (i + j) mod 2.
+- **PostgreSQL** (a throwaway one from ``scripts/pg.py``, a new database for each setup)
+  behind one ``kairos serve`` and behind two on different ports sharing the database;
+  agent i's call j goes to server (i + j) mod 2.
 
 Each server admits ``--max-inflight`` requests at once (``KAIROS_MAX_INFLIGHT``; by default
 the largest level, so that every agent is served; the server's own default, 16, would
@@ -49,6 +49,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -323,6 +324,16 @@ def started(commands: list[tuple[list[str], int, dict[str, str]]], log: Path
                 proc.wait(timeout=10)
 
 
+def fresh_database(url: str, name: str) -> str:
+    """A new, empty database ``name`` on the server of ``url``; its URL."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
+        conn.execute(f'CREATE DATABASE "{name}"')
+    return urlunsplit(urlsplit(url)._replace(path=f"/{name}"))
+
+
 def floor_cmd(workers: int) -> tuple[list[str], int, dict[str, str]]:
     port = free_port()
     return ([sys.executable, str(HERE / "floor_http.py"), str(port), str(workers)], port,
@@ -404,8 +415,9 @@ def main() -> None:
             with postgres() as url:
                 for n in counts:
                     home = root / f"pg-{n}"
+                    db = fresh_database(url, f"next_http_{n}")
                     measure(f"PostgreSQL, {n} replica{'s' if n > 1 else ''}",
-                            [kairos_cmd(home, 1, inflight, url) for _ in range(n)], n,
+                            [kairos_cmd(home, 1, inflight, db) for _ in range(n)], n,
                             kairos=True)
     finally:
         result["seconds"] = round(time.perf_counter() - begun)
