@@ -12,7 +12,7 @@ import socket
 import sys
 from collections.abc import Callable
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .config import Settings
@@ -73,6 +73,19 @@ def tokens_of(settings: Settings) -> dict[str, str]:
         raise ServeError(str(exc)) from None
 
 
+def uvicorn_options() -> dict[str, Any]:
+    """The event loop and HTTP parser of every server process: uvloop and httptools where
+    they are installed, else asyncio's loop and h11. ``bench/floor_http.py`` serves its
+    floor with these same options."""
+    import importlib.util
+
+    def has(module: str) -> bool:
+        return importlib.util.find_spec(module) is not None
+
+    return {"loop": "uvloop" if has("uvloop") else "asyncio",
+            "http": "httptools" if has("httptools") else "h11"}
+
+
 def serve_http(settings: Settings, service: Callable[[], Kairos], *, stateless: bool,
                log_level: str, say: Callable[[str], None]) -> None:
     """Serve MCP and REST in ``settings.workers`` processes (KAIROS_WORKERS, --workers)."""
@@ -128,7 +141,8 @@ def _serve(service: Callable[[], Kairos], tokens: dict[str, str], bind: str, por
         web = create_app(k, tokens=tokens, host=bind, mcp_stateless=stateless,
                          mcp_factory=partial(build_server, ServiceRef.of(k)))
         ready()
-        config = uvicorn.Config(web, host=bind, port=port, log_level=log_level)
+        config = uvicorn.Config(web, host=bind, port=port, log_level=log_level,
+                                **uvicorn_options())
         uvicorn.Server(config).run(sockets=[sock])
     finally:
         k.close()

@@ -28,17 +28,14 @@ from ..service import Kairos
 from . import openapi
 from .auth import LOCAL_HOSTS, BearerAuth, identify
 from .browse import router as browse_router
-from .guard import BodyGuard, HostGuard, Inflight
-from .metrics import Metrics, MetricsMiddleware
+from .guard import INTERNAL_BODY, Gate
+from .metrics import Metrics
 from .routes import ROUTERS
 from .ui import mount_ui
 
 log = logging.getLogger("kairos.api")
 
 MCP_PATH = "/mcp"
-INTERNAL_BODY = {"error_code": INTERNAL_ERROR,
-                 "message": "The server failed while handling this request. The failure "
-                            "was logged; retry later or report it."}
 HTTP_CODES = {404: NOT_FOUND, 405: "METHOD_NOT_ALLOWED"}
 
 McpFactory = Callable[..., Any]
@@ -79,34 +76,6 @@ def _methods(request: Request) -> list[str]:
     return [method for method in _METHODS
             if any(route.matches({**request.scope, "method": method})[0] is Match.FULL
                    for route in routes)]
-
-
-class CatchAll:
-    """Innermost safety net: an exception no handler mapped is logged and answered with a
-    generic JSON 500 (unless the response already started), and is not re-raised."""
-
-    def __init__(self, app: Any) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        started = False
-
-        async def send_wrapper(message: Any) -> None:
-            nonlocal started
-            if message["type"] == "http.response.start":
-                started = True
-            await send(message)
-
-        try:
-            await self.app(scope, receive, send_wrapper)
-        except Exception:
-            log.exception("unhandled error on %s %s", scope.get("method"), scope.get("path"))
-            if not started:
-                response = JSONResponse(dict(INTERNAL_BODY), status_code=500)
-                await response(scope, receive, send)
 
 
 def create_app(kairos: Kairos, *, tokens: Mapping[str, str] | None = None,
@@ -177,16 +146,14 @@ def create_app(kairos: Kairos, *, tokens: Mapping[str, str] | None = None,
         app.router.add_route(MCP_PATH, mcp_app, include_in_schema=False)
 
     mcp_path = MCP_PATH if mcp_server is not None else None
-    app.add_middleware(CatchAll)
-    app.add_middleware(BodyGuard, mcp_path=mcp_path)
-    app.add_middleware(BearerAuth, tokens=dict(tokens or {}),
-                       default_space=str(kairos.settings.space), mcp_path=mcp_path)
-    app.add_middleware(Inflight, limit=max_inflight, mcp_path=mcp_path)
-    if not tokens and host in LOCAL_HOSTS:
-        app.add_middleware(HostGuard, mcp_path=mcp_path)
-    app.add_middleware(MetricsMiddleware, metrics=metrics)
+    # One middleware for metrics, the Host check, the bound in flight, tokens, the body
+    # check and the safety net for unmapped exceptions (see guard.Gate for their order).
+    auth = BearerAuth(tokens=dict(tokens or {}), default_space=str(kairos.settings.space),
+                      mcp_path=mcp_path)
+    app.add_middleware(Gate, auth=auth, metrics=metrics, limit=max_inflight,
+                       host_guard=not tokens and host in LOCAL_HOSTS, mcp_path=mcp_path)
     return app
 
 
 
-__all__ = ["INTERNAL_ERROR", "CatchAll", "McpFactory", "create_app"]
+__all__ = ["INTERNAL_BODY", "INTERNAL_ERROR", "McpFactory", "create_app"]

@@ -123,40 +123,37 @@ def _unauthorized(message: str, *, jsonrpc: bool) -> tuple[list[tuple[bytes, byt
 
 
 class BearerAuth:
-    """ASGI middleware: checks the bearer token and records the request's Principal in the
-    scope, for REST routes and the mounted MCP endpoint alike."""
+    """Checks the bearer token of a request and records its Principal in the scope, for
+    REST routes and the mounted MCP endpoint alike (``guard.Gate`` calls ``admit``)."""
 
-    def __init__(self, app: Any, *, tokens: Mapping[str, str], default_space: str,
+    def __init__(self, *, tokens: Mapping[str, str], default_space: str,
                  mcp_path: str | None = None) -> None:
-        self.app = app
         self.mcp_path = mcp_path
-        self.by_digest = {hashlib.sha256(t.encode()).digest(): (space, token_id(t))
+        self.by_digest = {hashlib.sha256(t.encode()).digest(): Principal(space, token_id(t))
                           for t, space in tokens.items()}
         self.default = Principal(default_space)
 
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] not in ("http", "websocket"):
-            await self.app(scope, receive, send)
-            return
+    async def admit(self, scope: Any, send: Any, headers: Mapping[bytes, bytes]) -> bool:
+        """True with ``scope[PRINCIPAL]`` set; False once the 401 has been sent.
+        ``headers``: the request's headers by lower-case name."""
         path = scope.get("path") or ""
         if not self.by_digest or path in OPEN_PATHS or path.startswith(OPEN_PREFIXES):
             scope[PRINCIPAL] = self.default
-            await self.app(scope, receive, send)
-            return
-        header = dict(scope.get("headers") or []).get(b"authorization", b"").decode("latin-1")
+            return True
+        header = headers.get(b"authorization", b"").decode("latin-1")
         scheme, _, token = header.partition(" ")
         found = (self.by_digest.get(hashlib.sha256(token.strip().encode()).digest())
                  if scheme.lower() == "bearer" and token.strip() else None)
         if found is None:
-            headers, body = _unauthorized(
+            head, body = _unauthorized(
                 "Missing bearer token: send Authorization: Bearer <token>."
                 if not header else "The bearer token is not valid for this server.",
-                jsonrpc=scope.get("path") == self.mcp_path)
-            await send({"type": "http.response.start", "status": 401, "headers": headers})
+                jsonrpc=path == self.mcp_path)
+            await send({"type": "http.response.start", "status": 401, "headers": head})
             await send({"type": "http.response.body", "body": body})
-            return
-        scope[PRINCIPAL] = Principal(*found)
-        await self.app(scope, receive, send)
+            return False
+        scope[PRINCIPAL] = found
+        return True
 
 
 def _valid(value: str | None) -> str | None:

@@ -1,30 +1,41 @@
-"""ASGI guards in front of every route: the Host check (DNS rebinding), a bound on requests
-in flight, and the request body check (size before it is read, then UTF-8, JSON depth and
-text no store can keep). Each refusal is the structured error body, or on the MCP endpoint
-a JSON-RPC error carrying it."""
+"""What stands in front of every route, as one ASGI middleware (``Gate``): request metrics,
+the Host check (DNS rebinding), a bound on requests in flight, bearer tokens, the request
+body check (size before it is read, then UTF-8, JSON depth and text no store can keep), and
+the safety net for unmapped exceptions. Each refusal is the structured error body, or on
+the MCP endpoint a JSON-RPC error carrying it."""
 
 from __future__ import annotations
 
 import json
+import logging
+import time
 from typing import Any
 from urllib.parse import unquote
 
 import anyio
+from starlette.responses import JSONResponse
 
 from ..domain import limits
 from ..domain.errors import (
+    INTERNAL_ERROR,
     KairosError,
     MisdirectedError,
     OverloadedError,
     TooLargeError,
     ValidationError,
 )
-from .auth import OPEN_PATHS
+from .auth import OPEN_PATHS, BearerAuth
+from .metrics import Metrics
+
+log = logging.getLogger("kairos.api")
 
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
 JSONRPC_REFUSED = -32000  # implementation-defined server error range of JSON-RPC
 _EXEMPT = frozenset({"/health", "/metrics"})
 _INLINE_BYTES = 65_536
+INTERNAL_BODY = {"error_code": INTERNAL_ERROR,
+                 "message": "The server failed while handling this request. The failure "
+                            "was logged; retry later or report it."}
 
 
 async def refuse(scope: Any, send: Any, error: KairosError, *, mcp_path: str | None,
@@ -44,13 +55,6 @@ async def refuse(scope: Any, send: Any, error: KairosError, *, mcp_path: str | N
     await send({"type": "http.response.body", "body": body})
 
 
-def _header(scope: Any, name: bytes) -> str | None:
-    for key, value in scope.get("headers") or ():
-        if key.lower() == name:
-            return str(value.decode("latin-1"))
-    return None
-
-
 def host_name(host: str) -> str:
     """``[::1]:8765`` → ``::1``; ``localhost:8765`` → ``localhost``."""
     host = host.strip().lower()
@@ -59,99 +63,144 @@ def host_name(host: str) -> str:
     return host.rpartition(":")[0] if host.count(":") == 1 else host
 
 
-class HostGuard:
-    """Only loopback Host names reach the app (421 otherwise): a page on another site
-    that rebinds its name to 127.0.0.1 cannot call the API. Installed when the server
-    listens on loopback without tokens; ``/health`` stays open, as it is without tokens."""
+class Gate:
+    """Everything in front of the routes, in one ASGI middleware (one call and one ``send``
+    wrapper per request instead of one per concern), in this order:
 
-    def __init__(self, app: Any, *, mcp_path: str | None = None) -> None:
+    1. metrics: every HTTP request is counted and timed (``Metrics.observe_request``),
+       refusals included; the route label is the matched route's path template;
+    2. the Host check (``host_guard``): only loopback Host names reach the app (421
+       otherwise), so a page on another site that rebinds its name to 127.0.0.1 cannot
+       call the API; installed when the server listens on loopback without tokens;
+       ``/health`` stays open, as it is without tokens;
+    3. the bound on requests in flight: at most ``limit`` at once, more are answered 503
+       with Retry-After at once, so admitted requests stay fast (``/health``,
+       ``/metrics`` and the MCP event stream, a GET, are not counted);
+    4. bearer tokens (``auth``): the request's Principal, recorded in the scope, or 401;
+    5. the body check: a body over the size limit is refused before it is read whole
+       (Content-Length, then counting bytes as they arrive); on REST also a body that is
+       not UTF-8, nests JSON deeper than the limit, or holds a NUL or a lone surrogate in
+       any string — a 422 naming the field; the body read is handed on unchanged;
+    6. the safety net: an exception no handler mapped is logged and answered with a
+       generic JSON 500 (unless the response already started), and not re-raised.
+
+    WebSocket requests go through the Host check and the token check only; other scopes
+    (lifespan) pass straight through. Each refusal is the structured error body, or on the
+    MCP endpoint a JSON-RPC error carrying it."""
+
+    def __init__(self, app: Any, *, auth: BearerAuth, metrics: Metrics,
+                 host_guard: bool = False, limit: int | None = None,
+                 mcp_path: str | None = None, retry_after: int = 1) -> None:
         self.app = app
-        self.mcp_path = mcp_path
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] in ("http", "websocket") and scope.get("path") not in OPEN_PATHS:
-            host = _header(scope, b"host")
-            if host is None or host_name(host) not in LOOPBACK_NAMES:
-                await refuse(scope, send,
-                             MisdirectedError(host or "", ", ".join(LOOPBACK_NAMES)),
-                             mcp_path=self.mcp_path)
-                return
-        await self.app(scope, receive, send)
-
-
-class Inflight:
-    """At most ``limit`` requests are served at once; more are answered 503 with
-    Retry-After at once, so admitted requests stay fast. ``/health``, ``/metrics`` and the
-    MCP event stream (GET) are not counted."""
-
-    def __init__(self, app: Any, *, limit: int | None = None, mcp_path: str | None = None,
-                 retry_after: int = 1) -> None:
-        self.app = app
+        self.auth = auth
+        self.metrics = metrics
+        self.host_guard = host_guard
         self.limit = limit
         self.mcp_path = mcp_path
         self.retry_after = retry_after
         self.active = 0
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        path = scope.get("path")
-        if (scope["type"] != "http" or path in _EXEMPT
-                or (path == self.mcp_path and scope.get("method") == "GET")):
+        kind = scope["type"]
+        if kind == "http":
+            await self._http(scope, receive, send)
+        elif kind == "websocket":
+            headers = _headers(scope)
+            if (await self._host_ok(scope, send, headers)
+                    and await self.auth.admit(scope, send, headers)):
+                await self.app(scope, receive, send)
+        else:
             await self.app(scope, receive, send)
-            return
-        limit = self.limit or limits.current().inflight
-        if self.active >= limit:
-            error = OverloadedError(limit, self.retry_after)
-            await refuse(scope, send, error, mcp_path=self.mcp_path,
-                         headers={"Retry-After": str(self.retry_after)})
-            return
-        self.active += 1  # one event loop: no lock needed between the check and this
+
+    async def _http(self, scope: Any, receive: Any, send: Any) -> None:
+        started = time.perf_counter()
+        status = 500
+        response_started = False
+
+        async def send_wrapper(message: Any) -> None:
+            nonlocal status, response_started
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                response_started = True
+            await send(message)
+
+        counted = False
         try:
-            await self.app(scope, receive, send)
+            headers = _headers(scope)
+            if not await self._host_ok(scope, send_wrapper, headers):
+                return
+            path = scope.get("path")
+            if (path not in _EXEMPT
+                    and not (path == self.mcp_path and scope.get("method") == "GET")):
+                limit = self.limit or limits.current().inflight
+                if self.active >= limit:
+                    await refuse(scope, send_wrapper, OverloadedError(limit, self.retry_after),
+                                 mcp_path=self.mcp_path,
+                                 headers={"Retry-After": str(self.retry_after)})
+                    return
+                self.active += 1  # one event loop: no lock needed between check and this
+                counted = True
+            if not await self.auth.admit(scope, send_wrapper, headers):
+                return
+            receive = await self._body(scope, receive, send_wrapper, headers)
+            if receive is None:
+                return
+            try:
+                await self.app(scope, receive, send_wrapper)
+            except Exception:
+                log.exception("unhandled error on %s %s", scope.get("method"), path)
+                if not response_started:
+                    await JSONResponse(dict(INTERNAL_BODY), status_code=500)(
+                        scope, receive, send_wrapper)
         finally:
-            self.active -= 1
+            if counted:
+                self.active -= 1
+            self.metrics.observe_request(scope.get("method", "GET"),
+                                         getattr(scope.get("route"), "path", None),
+                                         status, time.perf_counter() - started)
 
+    async def _host_ok(self, scope: Any, send: Any, headers: dict[bytes, bytes]) -> bool:
+        """The Host check; False once the refusal has been sent."""
+        if self.host_guard and scope.get("path") not in OPEN_PATHS:
+            raw = headers.get(b"host")
+            host = None if raw is None else raw.decode("latin-1")
+            if host is None or host_name(host) not in LOOPBACK_NAMES:
+                await refuse(scope, send,
+                             MisdirectedError(host or "", ", ".join(LOOPBACK_NAMES)),
+                             mcp_path=self.mcp_path)
+                return False
+        return True
 
-class BodyGuard:
-    """Refuses a body over the size limit before reading it whole (Content-Length, then
-    counting bytes as they arrive); on REST also a body that is not UTF-8, nests JSON
-    deeper than the limit, or holds a NUL or a lone surrogate in any string — a 422 naming
-    the field. The body read is handed on unchanged."""
-
-    def __init__(self, app: Any, *, mcp_path: str | None = None) -> None:
-        self.app = app
-        self.mcp_path = mcp_path
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def _body(self, scope: Any, receive: Any, send: Any,
+                    headers: dict[bytes, bytes]) -> Any:
+        """The ``receive`` to hand on (the checked body, replayed), or None once a refusal
+        has been sent (or the client went away)."""
         problem = _bad_path_or_query(scope)
         if problem is not None:
             await refuse(scope, send, problem, mcp_path=self.mcp_path)
-            return
+            return None
         if scope.get("method") in ("GET", "HEAD", "OPTIONS"):
-            await self.app(scope, receive, send)
-            return
+            return receive
         limit = limits.current().body_bytes
-        declared = _header(scope, b"content-length")
+        declared = headers.get(b"content-length")
         if declared is not None and declared.strip().isdigit() and int(declared) > limit:
             await refuse(scope, send, TooLargeError(limit), mcp_path=self.mcp_path)
-            return
+            return None
         chunks: list[bytes] = []
         size = 0
         more = True
         while more:
             message = await receive()
             if message["type"] != "http.request":  # the client went away
-                return
+                return None
             chunk = message.get("body", b"")
             size += len(chunk)
             if size > limit:
                 await refuse(scope, send, TooLargeError(limit), mcp_path=self.mcp_path)
-                return
+                return None
             chunks.append(chunk)
             more = message.get("more_body", False)
-        body = b"".join(chunks)
+        body = chunks[0] if len(chunks) == 1 else b"".join(chunks)
         if scope.get("path") != self.mcp_path and body:
             try:
                 if len(body) < _INLINE_BYTES:
@@ -160,7 +209,7 @@ class BodyGuard:
                     await anyio.to_thread.run_sync(check_json_body, body)
             except ValidationError as exc:
                 await refuse(scope, send, exc, mcp_path=None)
-                return
+                return None
         replayed = False
 
         async def replay() -> Any:
@@ -170,7 +219,20 @@ class BodyGuard:
                 return {"type": "http.request", "body": body, "more_body": False}
             return await receive()
 
-        await self.app(scope, replay, send)
+        return replay
+
+
+def _headers(scope: Any) -> dict[bytes, bytes]:
+    """The request's headers by lower-case name, read once: of a repeated header the
+    first, except Authorization, the last."""
+    out: dict[bytes, bytes] = {}
+    for key, value in scope.get("headers") or ():
+        key = key.lower()
+        if key == b"authorization":
+            out[key] = value
+        else:
+            out.setdefault(key, value)
+    return out
 
 
 def _bad_path_or_query(scope: Any) -> ValidationError | None:
@@ -206,4 +268,4 @@ def check_json_body(body: bytes) -> None:
         limits.check_value(value)
 
 
-__all__ = ["BodyGuard", "HostGuard", "Inflight", "check_json_body", "host_name", "refuse"]
+__all__ = ["INTERNAL_BODY", "Gate", "check_json_body", "host_name", "refuse"]

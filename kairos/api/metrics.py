@@ -4,7 +4,6 @@ never share or double-register collectors."""
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram
@@ -26,6 +25,22 @@ class Metrics:
         self.tool_latency = Histogram("kairos_mcp_tool_duration_seconds",
                                       "MCP tool latency", ["tool"], registry=self.registry)
 
+        self._children: dict[tuple[str, str, int], tuple[Any, Any]] = {}
+
+    def observe_request(self, method: str, route: str | None, status: int,
+                        seconds: float) -> None:
+        """One HTTP request; ``route`` is the matched route's path template
+        (``/api/v1/runs/{run_id}/verify``), never the raw path, or None (UNMATCHED). The
+        labelled series are looked up once per (method, route, status), not per request."""
+        key = (method, route or UNMATCHED, status)
+        children = self._children.get(key)
+        if children is None:
+            children = (self.requests.labels(key[0], key[1], str(status)),
+                        self.latency.labels(key[0], key[1]))
+            self._children[key] = children
+        children[0].inc()
+        children[1].observe(seconds)
+
     def observe_tool(self, tool: str, seconds: float, outcome: str) -> None:
         self.tool_calls.labels(tool, outcome).inc()
         self.tool_latency.labels(tool).observe(seconds)
@@ -34,34 +49,4 @@ class Metrics:
         return generate_latest(self.registry), CONTENT_TYPE_LATEST
 
 
-class MetricsMiddleware:
-    """ASGI middleware timing every HTTP request; the route label is the matched route's
-    path template (``/api/v1/runs/{run_id}/verify``), never the raw path."""
-
-    def __init__(self, app: Any, *, metrics: Metrics) -> None:
-        self.app = app
-        self.metrics = metrics
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        started = time.perf_counter()
-        status = 500
-
-        async def send_wrapper(message: Any) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = message["status"]
-            await send(message)
-
-        try:
-            await self.app(scope, receive, send_wrapper)
-        finally:
-            route = getattr(scope.get("route"), "path", None) or UNMATCHED
-            method = scope.get("method", "GET")
-            self.metrics.requests.labels(method, route, str(status)).inc()
-            self.metrics.latency.labels(method, route).observe(time.perf_counter() - started)
-
-
-__all__ = ["Metrics", "MetricsMiddleware"]
+__all__ = ["UNMATCHED", "Metrics"]
