@@ -1,7 +1,9 @@
 """``/api/v1``: each route parses its request, calls one service method, returns its JSON.
 
 Routes are plain ``def`` functions: the service is synchronous (database, embedding), so
-FastAPI runs them on its thread pool and the event loop stays free.
+FastAPI runs them on its thread pool and the event loop stays free. That is the one thread
+hop of a request: who is calling is resolved on the loop, and the answer is sent as the
+service's JSON without a second pass.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Path, Query, Request
+from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
 from starlette.convertors import Convertor, register_url_convertor
 
@@ -47,7 +50,18 @@ class Ctx:
         self.caller, self.session = identify(request)
 
 
-C = Annotated[Ctx, Depends(Ctx)]
+async def _ctx(request: Request) -> Ctx:
+    """On the event loop: it reads headers only, and a thread hop costs more than it."""
+    return Ctx(request)
+
+
+C = Annotated[Ctx, Depends(_ctx)]
+
+
+def answer(body: Body, status: int = 200) -> JSONResponse:
+    """The service's JSON as it is: a Response is sent without FastAPI's second pass over
+    the body (the models in ``openapi`` document it; the test suite checks it)."""
+    return JSONResponse(body, status_code=status)
 
 
 class _UuidText(Convertor[str]):
@@ -77,127 +91,128 @@ entries = APIRouter(prefix="/api/v1", tags=["entries"], responses=o.ERRORS)
 # --- protocols ---------------------------------------------------------------------------
 
 @protocols.post("/protocols", summary="Mint markdown as protocols", **o.ok(o.MintResult, 201))
-def mint(body: rq.Mint, c: C) -> Body:
-    return c.kairos.mint(body.markdown_doc, c.caller, llm_model_id=body.llm_model_id,
-                         force_update=body.force_update)
+def mint(body: rq.Mint, c: C) -> JSONResponse:
+    return answer(c.kairos.mint(body.markdown_doc, c.caller, llm_model_id=body.llm_model_id,
+                                force_update=body.force_update), 201)
 
 
 @protocols.post("/protocols/search", summary="kairos_search: find a protocol",
                 **o.ok(o.SearchResult))
-def search_protocols(body: rq.Search, c: C) -> Body:
-    return c.kairos.search(body.query, c.caller, limit=body.limit)
+def search_protocols(body: rq.Search, c: C) -> JSONResponse:
+    return answer(c.kairos.search(body.query, c.caller, limit=body.limit))
 
 
 @protocols.post("/protocols/update", summary="kairos_update: change steps",
                 **o.ok(o.UpdateResult))
-def update(body: rq.Update, c: C) -> Body:
-    return c.kairos.update(body.uris, c.caller, markdown_doc=body.markdown_doc,
-                           updates=body.updates)
+def update(body: rq.Update, c: C) -> JSONResponse:
+    return answer(c.kairos.update(body.uris, c.caller, markdown_doc=body.markdown_doc,
+                                  updates=body.updates))
 
 
 @protocols.post("/protocols/delete", summary="kairos_delete: delete steps or protocols",
                 **o.ok(o.DeleteResult))
-def delete(body: rq.Delete, c: C) -> Body:
-    return c.kairos.delete(body.uris, c.caller, protocol=body.protocol)
+def delete(body: rq.Delete, c: C) -> JSONResponse:
+    return answer(c.kairos.delete(body.uris, c.caller, protocol=body.protocol))
 
 
 @protocols.get("/protocols/{step_id:uuid_text}", summary="kairos_dump: a step, or ?protocol=true",
                **o.ok(o.StepDump | o.ProtocolDump))
-def dump(step_id: StepId, c: C, protocol: bool = False) -> Body:
-    return c.kairos.dump(URI_PREFIX + step_id, c.caller, protocol=protocol)
+def dump(step_id: StepId, c: C, protocol: bool = False) -> JSONResponse:
+    return answer(c.kairos.dump(URI_PREFIX + step_id, c.caller, protocol=protocol))
 
 
 # --- runs --------------------------------------------------------------------------------
 
 @runs.post("/begin", summary="kairos_begin: start a run", **o.ok(o.StepResult))
-def begin(body: rq.Begin, c: C) -> Body:
-    return c.kairos.begin(body.uri, c.caller)
+def begin(body: rq.Begin, c: C) -> JSONResponse:
+    return answer(c.kairos.begin(body.uri, c.caller))
 
 
 @runs.post("/next", summary="kairos_next: answer a challenge, get the next step",
            **o.ok(o.StepResult))
-def next_step(body: rq.Next, c: C) -> Body:
-    return c.kairos.next(body.uri, body.solution, c.caller)
+def next_step(body: rq.Next, c: C) -> JSONResponse:
+    return answer(c.kairos.next(body.uri, body.solution, c.caller))
 
 
 @runs.post("/attest", summary="kairos_attest: finish a run",
            **o.ok(o.AttestResult | o.StepResult))
-def attest(body: rq.Attest, c: C) -> Body:
-    return c.kairos.attest(body.uri, body.outcome, body.message, c.caller,
-                           quality_bonus=body.quality_bonus, llm_model_id=body.llm_model_id,
-                           solution=body.solution)
+def attest(body: rq.Attest, c: C) -> JSONResponse:
+    return answer(c.kairos.attest(body.uri, body.outcome, body.message, c.caller,
+                                  quality_bonus=body.quality_bonus,
+                                  llm_model_id=body.llm_model_id, solution=body.solution))
 
 
 @runs.get("", summary="Recent runs of this space", **o.ok(o.RunList))
-def history(c: C, limit: Annotated[int, Query(ge=1, le=500)] = 20) -> Body:
+def history(c: C, limit: Annotated[int, Query(ge=1, le=500)] = 20) -> JSONResponse:
     items = c.kairos.run_history(c.caller, limit)
-    return {"runs": items, "count": len(items)}
+    return answer({"runs": items, "count": len(items)})
 
 
 @runs.get("/{run_id:uuid_text}/proofs", summary="The run's proof log", **o.ok(o.ProofLog))
-def proofs(run_id: RunId, c: C) -> Body:
-    return c.kairos.proof_log(run_id, c.caller)
+def proofs(run_id: RunId, c: C) -> JSONResponse:
+    return answer(c.kairos.proof_log(run_id, c.caller))
 
 
 @runs.get("/{run_id:uuid_text}/verify", summary="Recompute the run's proof chain",
           **o.ok(o.Verification))
-def verify(run_id: RunId, c: C) -> Body:
-    return c.kairos.verify_run(run_id, c.caller)
+def verify(run_id: RunId, c: C) -> JSONResponse:
+    return answer(c.kairos.verify_run(run_id, c.caller))
 
 
 # --- entries, the unified search and its sessions (seed 002) -----------------------------
 
 @entries.post("/search", summary="Unified search of experiences and manuals",
               **o.ok(o.UnifiedResult))
-def search(body: rq.SearchEntries, c: C) -> Body:
-    return c.kairos.search_entries(body, c.caller, session_id=c.session)
+def search(body: rq.SearchEntries, c: C) -> JSONResponse:
+    return answer(c.kairos.search_entries(body, c.caller, session_id=c.session))
 
 
 @entries.post("/entries/read", summary="Read entries by id", **o.ok(o.EntriesRead))
-def read_entries(body: rq.ReadEntries, c: C) -> Body:
-    return c.kairos.read_entries(body, c.caller, session_id=c.session)
+def read_entries(body: rq.ReadEntries, c: C) -> JSONResponse:
+    return answer(c.kairos.read_entries(body, c.caller, session_id=c.session))
 
 
 @entries.post("/entries", summary="Write an experience or a manual",
               **o.ok(o.EntryWritten, 201))
-def write_entry(body: rq.WriteEntry, c: C) -> Body:
-    return c.kairos.write_entry(body, c.caller)
+def write_entry(body: rq.WriteEntry, c: C) -> JSONResponse:
+    return answer(c.kairos.write_entry(body, c.caller), 201)
 
 
 @entries.patch("/entries/{entity_id}", summary="Change fields of an entry",
                **o.ok(o.EntryWritten))
-def patch_entry(entity_id: str, body: rq.EntryFields, c: C) -> Body:
-    return c.kairos.update_entry(rq.UpdateEntry(entity_id=entity_id, updates=body), c.caller)
+def patch_entry(entity_id: str, body: rq.EntryFields, c: C) -> JSONResponse:
+    request = rq.UpdateEntry(entity_id=entity_id, updates=body)
+    return answer(c.kairos.update_entry(request, c.caller))
 
 
 @entries.post("/entries/update", summary="Change fields of an entry",
               **o.ok(o.EntryWritten))
-def update_entry(body: rq.UpdateEntry, c: C) -> Body:
-    return c.kairos.update_entry(body, c.caller)
+def update_entry(body: rq.UpdateEntry, c: C) -> JSONResponse:
+    return answer(c.kairos.update_entry(body, c.caller))
 
 
 @entries.get("/categories", summary="Categories of experiences and manuals",
              **o.ok(o.CategoryList))
-def categories(c: C) -> Body:
-    return c.kairos.list_categories(c.caller)
+def categories(c: C) -> JSONResponse:
+    return answer(c.kairos.list_categories(c.caller))
 
 
 @entries.get("/search/session", summary="What a search session has seen and cited",
              **o.ok(o.SessionInfo))
 def session(c: C, session_id: Annotated[str | None, Query(
         max_length=128, description="The session; else the X-CHL-Session header's.")] = None
-            ) -> Body:
+            ) -> JSONResponse:
     sid = session_id or c.session
     if not sid:  # no session named is no session found
         raise NotFoundError("No session named: pass session_id or the X-CHL-Session "
                             "header.", field="session_id")
-    return c.kairos.session_info(sid, c.caller)
+    return answer(c.kairos.session_info(sid, c.caller))
 
 
 @entries.post("/search/session/cited", summary="Record entries the answer cited",
               **o.ok(o.SessionInfo))
-def cited(body: rq.Cite, c: C) -> Body:
-    return c.kairos.cite(body.session_id, body.ids, c.caller)
+def cited(body: rq.Cite, c: C) -> JSONResponse:
+    return answer(c.kairos.cite(body.session_id, body.ids, c.caller))
 
 
 ROUTERS = (protocols, runs, entries)
