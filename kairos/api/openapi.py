@@ -15,11 +15,11 @@ from fastapi.openapi.utils import get_openapi
 from pydantic import BaseModel, ConfigDict, Field
 
 
-class Body(BaseModel):
+class Documented(BaseModel):
     model_config = ConfigDict(extra="allow")
 
 
-class ErrorBody(Body):
+class ErrorBody(Documented):
     error_code: str = Field(description="A stable code, e.g. INVALID_INPUT, NOT_FOUND.")
     message: str = Field(description="One line saying what was wrong and what to do.")
     field: str | None = Field(None, description="The request field at fault.")
@@ -52,12 +52,12 @@ def ok(model: Any, status: int = 200) -> dict[str, Any]:
 
 # --- protocols -----------------------------------------------------------------------------
 
-class StepRef(Body):
+class StepRef(Documented):
     uri: str
     label: str
 
 
-class Minted(Body):
+class Minted(Documented):
     uri: str = Field(description="The protocol's first step.")
     chain_label: str
     label: str
@@ -69,13 +69,13 @@ class Minted(Body):
     warnings: list[str]
 
 
-class MintResult(Body):
+class MintResult(Documented):
     status: str
     items: list[Minted]
     total: int
 
 
-class Choice(Body):
+class Choice(Documented):
     uri: str
     label: str
     chain_label: str | None
@@ -85,19 +85,19 @@ class Choice(Body):
     next_action: str
 
 
-class SearchResult(Body):
+class SearchResult(Documented):
     must_obey: bool
     message: str
     next_action: str
     choices: list[Choice]
 
 
-class Challenge(Body):
+class Challenge(Documented):
     type: str
     description: str
 
 
-class StepDump(Body):
+class StepDump(Documented):
     uri: str
     label: str
     chain_label: str
@@ -110,7 +110,7 @@ class StepDump(Body):
     markdown_doc: str
 
 
-class ProtocolDump(Body):
+class ProtocolDump(Documented):
     uri: str
     chain_label: str
     tags: list[str]
@@ -119,19 +119,19 @@ class ProtocolDump(Body):
     markdown_doc: str
 
 
-class ItemResult(Body):
+class ItemResult(Documented):
     uri: str
     status: Literal["updated", "deleted", "error"]
 
 
-class UpdateResult(Body):
+class UpdateResult(Documented):
     results: list[ItemResult] = Field(description="One per uri, in order; a failed uri has "
                                                   "status error with its error_code.")
     total_updated: int
     total_failed: int
 
 
-class DeleteResult(Body):
+class DeleteResult(Documented):
     results: list[ItemResult] = Field(description="One per uri, in order; a failed uri has "
                                                   "status error with its error_code.")
     total_deleted: int
@@ -140,13 +140,13 @@ class DeleteResult(Body):
 
 # --- runs ----------------------------------------------------------------------------------
 
-class CurrentStep(Body):
+class CurrentStep(Documented):
     uri: str
     content: str
     mimeType: str
 
 
-class StepResult(Body):
+class StepResult(Documented):
     """A step to do and its challenge (seeds 003, 004); a refused answer adds error_code
     and retry_count."""
 
@@ -160,7 +160,7 @@ class StepResult(Body):
     proof_hash: str | None = None
 
 
-class AttestResult(Body):
+class AttestResult(Documented):
     uri: str
     run_id: str
     outcome: Literal["success", "failure"]
@@ -174,7 +174,7 @@ class AttestResult(Body):
     next_action: str
 
 
-class RunSummary(Body):
+class RunSummary(Documented):
     run_id: str
     chain_label: str | None
     status: str
@@ -187,12 +187,12 @@ class RunSummary(Body):
     updated_at: str
 
 
-class RunList(Body):
+class RunList(Documented):
     runs: list[RunSummary]
     count: int
 
 
-class Proof(Body):
+class Proof(Documented):
     run_id: str
     step_uri: str
     step_index: int
@@ -202,12 +202,12 @@ class Proof(Body):
     proof_hash: str
 
 
-class ProofLog(Body):
+class ProofLog(Documented):
     run_id: str
     proofs: list[Proof]
 
 
-class Verification(Body):
+class Verification(Documented):
     run_id: str
     valid: bool
     proofs: int
@@ -219,24 +219,24 @@ class Verification(Body):
 
 # --- entries -------------------------------------------------------------------------------
 
-class Category(Body):
+class Category(Documented):
     code: str
     name: str
     description: str
 
 
-class CategoryList(Body):
+class CategoryList(Documented):
     categories: list[Category]
     count: int
 
 
-class Entry(Body):
+class Entry(Documented):
     entity_id: str
     entity_type: str
     title: str
 
 
-class EntryWritten(Body):
+class EntryWritten(Documented):
     status: Literal["stored", "updated"]
     entity_id: str
     entity_type: Literal["experience", "manual"]
@@ -245,7 +245,7 @@ class EntryWritten(Body):
     warnings: list[str]
 
 
-class EntryHit(Body):
+class EntryHit(Documented):
     entity_id: str
     entity_type: str
     title: str
@@ -253,7 +253,7 @@ class EntryHit(Body):
     rank: int
 
 
-class UnifiedResult(Body):
+class UnifiedResult(Documented):
     results: list[EntryHit]
     count: int
     total: int
@@ -268,20 +268,20 @@ class UnifiedResult(Body):
     provider_hint: str | None
 
 
-class EntriesRead(Body):
+class EntriesRead(Documented):
     entries: list[Entry]
     count: int
     missing: list[str]
 
 
-class SessionInfo(Body):
+class SessionInfo(Documented):
     session_id: str
     viewed_ids: list[str]
     cited_ids: list[str]
     last_queries: list[str]
 
 
-class Health(Body):
+class Health(Documented):
     status: str
     store: dict[str, Any]
     embedder: dict[str, Any]

@@ -55,6 +55,7 @@ ENTRY_TITLE_CHARS = 120  # an experience's or a manual's title
 COMMENT_MIN_LENGTH_MAX = 10_000
 QUERY_CHARS = 2_000  # a search query
 SEARCH_LIMIT = 25  # results per search page (seed 002: small pages for LLM contexts)
+SEARCH_DEFAULT = 10  # results per search page when none is asked for
 SNIPPET_MIN, SNIPPET_DEFAULT, SNIPPET_MAX = 80, 320, 640  # characters of a snippet
 SHELL_TIMEOUT_MAX_SECONDS = 86_400
 
@@ -184,6 +185,7 @@ __all__ = [
     "OFFSET_MAX",
     "PLAYBOOK_CHARS",
     "QUERY_CHARS",
+    "SEARCH_DEFAULT",
     "SEARCH_LIMIT",
     "SETTINGS",
     "SHELL_TIMEOUT_MAX_SECONDS",

@@ -82,7 +82,7 @@ Query = Annotated[str, Field(min_length=1, max_length=QUERY_CHARS, pattern=r"\S"
                              description="What you are looking for, in a few words.")]
 Limit = Annotated[int, Field(ge=1, le=SEARCH_LIMIT,
                              description=f"Maximum number of results, 1 to {SEARCH_LIMIT} "
-                                         "(default 10)."), WHOLE]
+                                         f"(default {limits.SEARCH_DEFAULT})."), WHOLE]
 ModelId = Annotated[str, Field(max_length=limits.MODEL_ID_CHARS,
                                description="The model that wrote or ran the protocol.")]
 SessionId = Annotated[str, Field(max_length=128,

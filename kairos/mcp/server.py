@@ -28,7 +28,7 @@ from kairos.domain.errors import INTERNAL_ERROR
 from ..domain import limits
 from ..domain.errors import KairosError, NotFoundError
 from ..domain.requests import parse
-from .tools import INSTRUCTIONS, REGISTRY, TOOLS, Call, ToolSpec
+from .tools import INSTRUCTIONS, REGISTRY, TOOLS, Call
 
 if TYPE_CHECKING:
     from ..service import Caller, Kairos
@@ -111,11 +111,6 @@ def result(body: dict[str, Any], *, error: bool = False) -> types.CallToolResult
                                 structured_content=body, is_error=error)
 
 
-def check_arguments(spec: ToolSpec, arguments: dict[str, Any]) -> Any:
-    """The arguments as the tool's request model, or the ValidationError naming the field."""
-    return parse(spec.model, arguments, context=spec.name)
-
-
 def tool_list() -> list[types.Tool]:
     return [
         types.Tool(name=t.name, title=t.title, description=t.description,
@@ -148,7 +143,7 @@ def build_server(service: ServiceRef, *, identify: Identify,
                                     f"{', '.join(REGISTRY)}.", field="name")
             arguments = dict(params.arguments or {})
             limits.check_value(arguments)
-            request = check_arguments(spec, arguments)
+            request = parse(spec.model, arguments, context=spec.name)
             call = Call(*identify(ctx.request))
             handler = spec.handler
             body = await anyio.to_thread.run_sync(
@@ -185,4 +180,4 @@ def _version() -> str:
 
 
 __all__ = ["INSTRUCTIONS", "INTERNAL_ERROR", "Identify", "ServiceRef", "ToolObserver",
-           "build_server", "check_arguments", "local_identity", "result", "tool_list"]
+           "build_server", "local_identity", "result", "tool_list"]

@@ -399,7 +399,8 @@ class _Unified:
     def of(cls, r: rq.SearchEntries) -> _Unified:
         filters = r.filters.model_dump(exclude_none=True) if r.filters else {}
         return cls(query=r.query.strip(), types=tuple(dict.fromkeys(r.types or ENTRY_TYPES)),
-                   category=r.category, limit=r.limit or 10, offset=r.offset or 0,
+                   category=r.category, limit=r.limit or limits.SEARCH_DEFAULT,
+                   offset=r.offset or 0,
                    min_score=r.min_score, filters=filters,
                    snippet_len=r.snippet_len or DEFAULT_LEN,
                    fields=_known_fields(r.fields, tuple(f for fs in FIELDS.values() for f in fs)),

@@ -5,13 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from ..domain import requests as rq
+from ..domain.limits import SEARCH_DEFAULT
 from ..domain.search_response import Match, search_response
 from ..domain.uris import to_uri
 from ..search.service import SearchService
 from ..store.db import Store
 from .protocols import Caller
-
-DEFAULT_LIMIT = 10
 
 
 class ProtocolFinder:
@@ -23,7 +22,7 @@ class ProtocolFinder:
     def kairos_search(self, req: rq.Search, caller: Caller, *,
                       notice: bool = False) -> dict[str, Any]:
         text = req.query.strip()
-        top_n = req.limit or DEFAULT_LIMIT
+        top_n = req.limit or SEARCH_DEFAULT
         ranked = self.search.rank(text, space=caller.space, kinds=("protocol",), boosts=True)
         hits = [h for h in ranked.hits if h.score >= self.threshold][:top_n]
         with self.store.read() as repo:

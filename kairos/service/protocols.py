@@ -107,10 +107,6 @@ class _StepCache:
                 del self._entries[next(iter(self._entries))]
             self._entries[protocol_id] = (version, steps)
 
-    def clear(self) -> None:
-        with self._lock:
-            self._entries.clear()
-
 
 def _step_row(step_id: str, protocol_id: str, space: str, position: int,
               draft: markdown.StepDraft, stamp: str) -> dict[str, Any]:
