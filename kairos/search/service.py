@@ -109,7 +109,8 @@ class SearchService:
         offset = 0
         for doc in docs:
             rid = self._upsert_doc(conn, doc)
-            self.store.text_index.upsert(conn, rid, doc.title, doc.labels, doc.body)
+            self.store.text_index.upsert(conn, rid, doc.space, doc.kind, doc.title,
+                                          doc.labels, doc.body)
             n = len(doc.vector_texts)
             if vectors is not None and n:
                 self.store.vector_index.upsert(conn, rid, doc.space, doc.kind,

@@ -9,7 +9,7 @@ import pytest
 
 from kairos.search.embedders import NoEmbedder
 from kairos.store.vector_index import MemoryVectorIndex
-from tests.conftest import make_kairos
+from tests.conftest import PG_URL, make_kairos
 from tests.fakes import HashEmbedder
 
 DOC = "# Renew TLS certificates\n\n## Renew\n\nRun certbot renew on the edge hosts.\n"
@@ -101,3 +101,59 @@ def test_the_in_process_vector_cache_holds_each_vector_once(home: Path) -> None:
     uri = reader.mint("# Renew a lease\n\n## Renew\n\nRenew the lease.\n")["items"][0]["uri"]
     assert reader.search("renew the lease")["choices"][0]["uri"] == uri  # restacked
     assert one_copy() == 5
+
+
+def test_text_search_keeps_to_its_space_and_kinds(home: Path) -> None:
+    """Text alone (no vectors): the full-text index itself keeps a search to its space and
+    to the kinds asked for."""
+    from kairos.service import Caller
+
+    k = make_kairos(home, NoEmbedder())
+    a = k.mint(DOC, Caller(space="team-a"))["items"][0]["uri"]
+    k.mint(DOC, Caller(space="team-b"))
+    k.write_entry({"entity_type": "experience", "category": "operations",
+                   "title": "Renew TLS certificates early",
+                   "playbook": "Renew certificates with certbot a month before they expire.",
+                   "author": "ana"}, Caller(space="team-a"))
+    found = k.search("renew tls certificates", Caller(space="team-a"))["choices"]
+    assert [c["uri"] for c in found if c["role"] == "match"] == [a]
+    entries = k.search_entries({"query": "renew tls certificates", "min_score": 0},
+                               Caller(space="team-a"))["results"]
+    assert [e["entity_type"] for e in entries] == ["experience"]
+    assert k.search_entries({"query": "renew tls certificates", "min_score": 0},
+                            Caller(space="team-c"))["results"] == []
+
+
+def test_an_older_sqlite_store_is_searchable_after_the_scope_migration(tmp_path: Path) -> None:
+    """Migration 0008 rebuilds SQLite's full-text table with a scope column: documents
+    indexed before it are found, in their own space only."""
+    from alembic import command
+    from alembic.config import Config
+    from sqlalchemy import create_engine, text
+
+    if PG_URL:
+        pytest.skip("the full-text table of migration 0008 is SQLite's")
+    path = tmp_path / "kairos.db"
+    here = Path(__file__).resolve().parents[2] / "kairos" / "store"
+    cfg = Config(str(here / "alembic.ini"))
+    cfg.set_main_option("script_location", str(here / "migrations"))
+    engine = create_engine(f"sqlite:///{path}")
+    with engine.begin() as conn:
+        cfg.attributes["connection"] = conn
+        command.upgrade(cfg, "0007")
+        for rid, space in ((1, "team-a"), (2, "team-b")):
+            conn.execute(text(
+                "INSERT INTO search_docs (rid, key, kind, entity_id, space, title, labels, body, "
+                "ntokens, updated_at) VALUES (:rid, :key, 'experience', :e, :space, "
+                "'Renew TLS certificates', '', 'Run certbot renew on the edge hosts.', 9, "
+                "'2026-11-01T00:00:00Z')"), {"rid": rid, "key": f"experience:e{rid}",
+                                             "e": f"e{rid}", "space": space})
+            conn.execute(text("INSERT INTO search_fts(rowid, title, labels, body) SELECT rid, "
+                              "title, labels, body FROM search_docs WHERE rid = :rid"),
+                         {"rid": rid})
+    engine.dispose()
+    k = make_kairos(tmp_path, NoEmbedder())
+    ranked = k.search_engine.rank("certbot renew", space="team-a", kinds=("experience",))
+    assert [h.entity_id for h in ranked.hits] == ["e1"]
+    assert k.search_engine.rank("certbot renew", space="team-b",
+                                kinds=("protocol",)).hits == []
