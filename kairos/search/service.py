@@ -9,6 +9,7 @@ import re
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from concurrent import futures
 from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,6 +23,7 @@ from ..domain import doctext, scoring
 from ..store import schema as t
 from ..store.db import Store
 from ..store.repo import Repo
+from ..store.text_index import TextMatches
 from .documents import DocSpec, stored_doc
 from .embedders import EmbedderUnavailable
 from .sessions import Sessions, SessionStore
@@ -66,6 +68,7 @@ class SearchService:
         self._stop = threading.Event()
         self._queued = threading.Event()  # set when a write stored no vectors
         self._thread: threading.Thread | None = None
+        self._workers = futures.ThreadPoolExecutor(thread_name_prefix="kairos-text")
         self.backfill_state = "idle"
     # --- provider state ----------------------------------------------------------------------
 
@@ -156,10 +159,26 @@ class SearchService:
         each scored by both; with a ``floor``, every document of the space and kinds that
         can score at least ``floor``, besides. ``filters`` (column → value: category,
         author, section) and ``exclude`` (entity ids) are applied in the database."""
+        limit = None if floor is not None else CANDIDATES
+        # The full-text pass runs on a connection of its own in a worker while this thread
+        # embeds the query and scans the vectors (SQLite, ONNX Runtime and numpy all let go
+        # of the interpreter lock): a query costs the longer of the two, not their sum.
+        with self.store.read() as text_repo:
+            job = self._workers.submit(self.store.text_index.search, text_repo.conn, query,
+                                       space=space, kinds=kinds, limit=limit)
+            try:
+                return self._ranked(query, job, space=space, kinds=kinds, limit=limit,
+                                    filters=filters, exclude=exclude, boosts=boosts,
+                                    floor=floor)
+            finally:
+                futures.wait([job])  # the worker is done with the connection before it goes
+
+    def _ranked(self, query: str, job: futures.Future[TextMatches | None], *, space: str,
+                kinds: Sequence[str], limit: int | None, filters: Mapping[str, str] | None,
+                exclude: set[str] | None, boosts: bool, floor: float | None) -> Ranked:
         qvec = self._embed([doctext.embedding_query(query)])
         degraded = qvec is None
         mode = "text" if degraded else "hybrid"
-        limit = None if floor is not None else CANDIDATES
         with self.store.read() as repo:
             conn = repo.conn
             dense: dict[int, float] = {}
@@ -168,8 +187,11 @@ class SearchService:
                 rids, sims = self.store.vector_index.search(
                     conn, qvec[0], space=space, kinds=kinds, model_id=model_id, limit=limit)
                 dense = dict(zip(rids.tolist(), sims.tolist(), strict=True))
-            text = self.store.text_index.search(conn, query, space=space, kinds=kinds,
-                                                limit=limit, also=list(dense))
+            matches = job.result()
+            text = None if matches is None else matches.best
+            if matches is not None and limit is not None:  # the other candidates' evidence
+                best = matches.best
+                text = {**matches.of([rid for rid in dense if rid not in best]), **best}
             if qvec is not None and text and limit is not None:
                 missing = [rid for rid in text if rid not in dense]
                 if missing:
@@ -273,8 +295,9 @@ class SearchService:
                 rows: Sequence[Any] = conn.execute(select(c.rid, c.entity_id, c.title).where(
                     c.rid.in_(list(scores)))).all()
             else:
-                hits = self.store.text_index.search(conn, text[:300], space=space,
-                                                    kinds=(kind,), limit=21) or {}
+                found = self.store.text_index.search(conn, text[:300], space=space,
+                                                     kinds=(kind,), limit=21)
+                hits = {} if found is None else found.best
                 rows = conn.execute(select(c.rid, c.entity_id, c.title, c.body).where(
                     c.rid.in_(list(hits)))).all()
                 scores = {r.rid: jaccard(text, f"{r.title}. {r.body}") for r in rows}
@@ -408,6 +431,7 @@ class SearchService:
         """Stop background work between batches and wait for it."""
         self._stop.set()
         self._queued.set()
+        self._workers.shutdown(wait=False)
         if self._thread is not None:
             self._thread.join(timeout)
 

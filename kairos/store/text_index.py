@@ -7,14 +7,30 @@ weighted column per field), so a text score means the same on both."""
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from typing import ClassVar, Protocol
 
+import numpy as np
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
 from ..domain import scoring
 from ..domain.doctext import fts5_match, query_terms
+
+
+@dataclass(frozen=True, slots=True)
+class TextMatches:
+    """The text evidence of one query: ``best``, its best matches by bm25 (every match when
+    no limit was asked), and ``of``, the evidence of any other documents that match, looked
+    up afterwards on the same connection without running the query again."""
+
+    best: dict[int, float]
+    of: Callable[[Sequence[int]], dict[int, float]]
+
+
+def _none(rids: Sequence[int]) -> dict[int, float]:
+    return {}
 
 
 class TextIndex(Protocol):
@@ -24,9 +40,9 @@ class TextIndex(Protocol):
     def delete(self, conn: Connection, rids: Iterable[int]) -> None: ...
 
     def search(self, conn: Connection, query: str, *, space: str, kinds: Sequence[str],
-               limit: int | None, also: Sequence[int] = ()) -> dict[int, float] | None:
-        """Text evidence of the ``limit`` best documents (every match: None) and of the
-        ``also`` documents that match; None when the query has no indexable words."""
+               limit: int | None) -> TextMatches | None:
+        """The query's matches in the space and kinds; None when it has no indexable
+        words."""
         ...
 
 
@@ -65,36 +81,48 @@ class SqliteFts:
             conn.execute(text("DELETE FROM search_fts WHERE rowid = :rid"), {"rid": rid})
 
     def search(self, conn: Connection, query: str, *, space: str, kinds: Sequence[str],
-               limit: int | None, also: Sequence[int] = ()) -> dict[int, float] | None:
+               limit: int | None) -> TextMatches | None:
         terms = query_terms(query)
         match = fts5_match(terms)
         if match is None:
             return None
         if not kinds:
-            return {}
+            return TextMatches({}, _none)
         n_rows = conn.execute(text("SELECT count(*) FROM search_docs")).scalar_one()
         count = text("SELECT count(*) FROM search_fts WHERE search_fts MATCH :q")
         ceiling = scoring.bm25_ceiling(
             scoring.fts5_idf(n_rows, conn.execute(count, {"q": fts5_match([term])}).scalar_one())
             for term in terms)
-        # Every match of the space and kinds scored in one pass. FTS5 re-runs the whole
-        # query per rowid it is given, so the ``also`` documents are picked out of the same
-        # pass; SQLite keeps the best ``limit`` itself: only they and the ``also`` documents
-        # come back to Python.
+
+        def evidence(rows: Iterable[tuple[int, float]]) -> dict[int, float]:
+            pairs = np.array(list(rows), dtype=np.float64).reshape(-1, 2)
+            return dict(zip(pairs[:, 0].astype(np.int64).tolist(),
+                            scoring.text_evidence(pairs[:, 1], ceiling).tolist(), strict=True))
+
         scopes = " OR ".join(f'"{scope_token(space, kind)}"' for kind in kinds)
+        matches = (f"SELECT rowid, bm25(search_fts, {self.WEIGHTS}) FROM search_fts "
+                   "WHERE search_fts MATCH ?")
         match = f"({match}) AND scope : ({scopes})"
-        matches = (f"SELECT rowid AS rid, bm25(search_fts, {self.WEIGHTS}) AS b "
-                   "FROM search_fts WHERE search_fts MATCH ?")
         if limit is None:
-            rows = conn.exec_driver_sql(matches, (match,)).all()
-        else:
-            wanted = [int(r) for r in also]
-            rows = conn.exec_driver_sql(
-                f"WITH m AS MATERIALIZED ({matches}) "
-                "SELECT rid, b FROM (SELECT rid, b FROM m ORDER BY b LIMIT ?) "
-                f"UNION SELECT rid, b FROM m WHERE rid IN ({', '.join('?' * len(wanted))})",
-                (match, limit, *wanted)).all()
-        return {int(rid): float(scoring.text_evidence(bm25, ceiling)) for rid, bm25 in rows}
+            every = evidence(conn.exec_driver_sql(matches, (match,)))
+            return TextMatches(every, lambda rids: {r: every[r] for r in rids if r in every})
+        # Every match is scored in one pass into a table of this connection, so that the
+        # evidence of other documents (``of``) is a lookup: FTS5 would re-run the whole
+        # query for each rowid it is given.
+        conn.exec_driver_sql("CREATE TEMP TABLE IF NOT EXISTS text_matches "
+                             "(rid INTEGER PRIMARY KEY, b REAL NOT NULL)")
+        conn.exec_driver_sql("DELETE FROM temp.text_matches")
+        conn.exec_driver_sql(f"INSERT INTO temp.text_matches {matches}", (match,))
+        best = evidence(conn.exec_driver_sql(
+            "SELECT rid, b FROM temp.text_matches ORDER BY b LIMIT ?", (limit,)))
+
+        def of(rids: Sequence[int]) -> dict[int, float]:
+            wanted = [int(r) for r in rids]
+            return evidence(conn.exec_driver_sql(
+                "SELECT rid, b FROM temp.text_matches "
+                f"WHERE rid IN ({', '.join('?' * len(wanted))})", tuple(wanted)))
+
+        return TextMatches(best, of)
 
 
 class PgFts:
@@ -114,7 +142,7 @@ class PgFts:
         return None
 
     def search(self, conn: Connection, query: str, *, space: str, kinds: Sequence[str],
-               limit: int | None, also: Sequence[int] = ()) -> dict[int, float] | None:
+               limit: int | None) -> TextMatches | None:
         terms = query_terms(query)
         if not terms:
             return None
@@ -126,7 +154,7 @@ class PgFts:
             if lex is not None:
                 lexemes.setdefault(str(lex), term)
         if not lexemes:
-            return {}
+            return TextMatches({}, _none)
         lex_list = list(lexemes)
         any_q = " | ".join("'" + lex.replace("'", "''") + "'" for lex in lex_list)
         counts = ", ".join(f"count(*) FILTER (WHERE tsv @@ CAST(:l{i} AS tsquery))"
@@ -150,17 +178,18 @@ class PgFts:
                 "SELECT rid FROM search_docs WHERE tsv @@ CAST(:any AS tsquery) "
                 f"AND space = :space AND kind IN ({_kinds(kinds)})"),
                 {"any": any_q, "space": space})]
-        rids = list(dict.fromkeys([*top, *also]))
-        bm25: dict[int, float] = {}
-        lengths: dict[int, int] = {}
-        for rid, ntokens, lex, weights in conn.execute(text(
-                "SELECT d.rid, d.ntokens, u.lexeme, u.weights FROM search_docs d, "
-                "unnest(d.tsv) u WHERE d.rid = ANY(:rids) AND u.lexeme = ANY(:lex) "
-                f"AND d.space = :space AND d.kind IN ({_kinds(kinds)})"),
-                {"rids": rids, "lex": lex_list, "space": space}):
-            tf = sum(self.WEIGHTS.get(str(w), 1.0) for w in weights)
-            lengths[int(rid)] = int(ntokens)
-            bm25[int(rid)] = bm25.get(int(rid), 0.0) + scoring.bm25_term(
-                idf[str(lex)], tf, int(ntokens), avg_len)
-        return {rid: float(scoring.text_evidence(-score, ceiling))
-                for rid, score in bm25.items()}
+
+        def of(rids: Sequence[int]) -> dict[int, float]:
+            bm25: dict[int, float] = {}
+            for rid, ntokens, lex, weights in conn.execute(text(
+                    "SELECT d.rid, d.ntokens, u.lexeme, u.weights FROM search_docs d, "
+                    "unnest(d.tsv) u WHERE d.rid = ANY(:rids) AND u.lexeme = ANY(:lex) "
+                    f"AND d.space = :space AND d.kind IN ({_kinds(kinds)})"),
+                    {"rids": list(rids), "lex": lex_list, "space": space}):
+                tf = sum(self.WEIGHTS.get(str(w), 1.0) for w in weights)
+                bm25[int(rid)] = bm25.get(int(rid), 0.0) + scoring.bm25_term(
+                    idf[str(lex)], tf, int(ntokens), avg_len)
+            return {rid: float(scoring.text_evidence(-score, ceiling))
+                    for rid, score in bm25.items()}
+
+        return TextMatches(of(top), of)

@@ -157,3 +157,25 @@ def test_an_older_sqlite_store_is_searchable_after_the_scope_migration(tmp_path:
     assert [h.entity_id for h in ranked.hits] == ["e1"]
     assert k.search_engine.rank("certbot renew", space="team-b",
                                 kinds=("protocol",)).hits == []
+
+
+def test_text_evidence_of_other_candidates_equals_a_full_pass(home: Path) -> None:
+    """With a limit, the full-text index returns its best matches and, on request, the
+    evidence of any other matching document: the same values a pass over every match
+    gives, and nothing for documents that do not match."""
+    k = make_kairos(home, NoEmbedder())
+    bodies = ["Run certbot renew.", "Run certbot renew, then certbot certificates.",
+              "Restart nginx after the certificate changes.", "Rotate kafka keys."]
+    for i, body in enumerate(bodies):
+        k.mint(f"# Runbook {i}\n\n## Do it\n\n{body}\n", force_update=True)
+    index, store = k.store.text_index, k.store
+    with store.read() as a, store.read() as b:
+        every = index.search(a.conn, "certbot renew certificates", space="default",
+                             kinds=("protocol",), limit=None)
+        top = index.search(b.conn, "certbot renew certificates", space="default",
+                           kinds=("protocol",), limit=1)
+        assert every is not None and top is not None
+        assert len(every.best) == 3 and len(top.best) == 1
+        assert top.best.items() <= every.best.items()
+        others = [rid for rid in every.best if rid not in top.best]
+        assert top.of([*others, 10**9]) == pytest.approx({r: every.best[r] for r in others})
