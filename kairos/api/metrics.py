@@ -10,6 +10,10 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, H
 from prometheus_client.exposition import generate_latest
 
 UNMATCHED = "unmatched"  # requests no route matched (404s, refused tokens): one label, bounded
+#: The methods counted by name; any other method a client sends is counted as OTHER, so
+#: the label set stays bounded whatever clients send.
+METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+OTHER = "OTHER"
 
 
 class Metrics:
@@ -32,7 +36,7 @@ class Metrics:
         """One HTTP request; ``route`` is the matched route's path template
         (``/api/v1/runs/{run_id}/verify``), never the raw path, or None (UNMATCHED). The
         labelled series are looked up once per (method, route, status), not per request."""
-        key = (method, route or UNMATCHED, status)
+        key = (method if method in METHODS else OTHER, route or UNMATCHED, status)
         children = self._children.get(key)
         if children is None:
             children = (self.requests.labels(key[0], key[1], str(status)),
@@ -49,4 +53,4 @@ class Metrics:
         return generate_latest(self.registry), CONTENT_TYPE_LATEST
 
 
-__all__ = ["UNMATCHED", "Metrics"]
+__all__ = ["METHODS", "OTHER", "UNMATCHED", "Metrics"]

@@ -225,6 +225,11 @@ async def test_health_metrics_and_openapi(http: httpx.AsyncClient) -> None:
             'status="422"} 1.0') in metrics.text
     assert 'kairos_http_request_duration_seconds_count{method="GET",route="/health"}' \
         in metrics.text
+    for odd in ("BREW", "PROPFIND", "X-ODD"):  # methods clients invent share one label
+        await http.request(odd, "/health")
+    text = (await http.get("/metrics")).text
+    assert 'method="OTHER",route="/health",status="405"} 3.0' in text
+    assert "BREW" not in text and "PROPFIND" not in text
     spec = (await http.get("/openapi.json")).json()
     paths = set(spec["paths"])
     assert {"/api/v1/search", "/api/v1/entries/read", "/api/v1/entries",
