@@ -6,6 +6,11 @@ requests, from the real engine's raw evidence:
     python bench/entries_eval.py --split tune --evidence bench/results/entries_tune.jsonl
     python bench/calibrate.py bench/results/entries_tune.jsonl --entries     # entries
 
+Several evidence files are pooled, e.g. the tuning half over pages minted without their
+description (``requests_eval.py --split tune --no-description --evidence FILE``) beside
+the one with: the constants in ``scoring`` come from the one with descriptions alone
+(pooling both was measured, ``bench/README.md``, and not kept).
+
 For each mode (hybrid: dense + w * text; vector only: dense; text only: text) it prints
 
 * ``w``, the text weight of the hybrid evidence that ranks best (recall@1 + recall@5);
@@ -48,8 +53,9 @@ TEXT_WEIGHT = HYBRID.text / HYBRID.dense
 OFF_TOPIC_MATCHING = 0.10  # at most this share of off-topic requests may match
 
 
-def load(path: Path) -> list[dict]:
-    rows = [json.loads(line) for line in path.read_text("utf-8").splitlines() if line]
+def load(paths: list[Path]) -> list[dict]:
+    rows = [json.loads(line) for path in paths
+            for line in path.read_text("utf-8").splitlines() if line]
     if any(r["split"] != "tune" for r in rows):
         sys.exit("calibrate.py reads the tuning half only")
     return rows
@@ -132,7 +138,8 @@ def slope(rows: list[dict], ranked: list[tuple[list[str], np.ndarray]], z_star: 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("evidence", type=Path)
+    parser.add_argument("evidence", type=Path, nargs="+",
+                        help="evidence files of the tuning half, pooled")
     parser.add_argument("--entries", action="store_true",
                         help="knowledge entries (bench/entries_eval.py --evidence)")
     args = parser.parse_args()

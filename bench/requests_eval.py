@@ -5,6 +5,11 @@ cosine and BM25 over the same documents, computed in the same run.
 
     python bench/requests_eval.py --split tune      # the half that choices are made on
     python bench/requests_eval.py --split test      # the half that is reported
+    python bench/requests_eval.py --split tune --no-description   # pages without intro
+
+``--no-description`` mints the pages without their description (title, step labels and
+commands only, as in the describe → find task and as many real protocols are written); the
+baselines then read the same documents without it.
 
 A request counts as found at rank r when any of its expected pages is the r-th match; an
 off-topic request is right when kairos_search returns no match at all. The split was
@@ -48,11 +53,12 @@ def load_requests(split: str) -> list[dict[str, object]]:
     return [r for r in rows if split == "all" or r["split"] == split]
 
 
-def plain_doc(page: Page) -> str:
-    """The document the baselines read: the protocol's words (name, description, each
-    step's label and command), without markdown or template braces."""
+def plain_doc(page: Page, described: bool = True) -> str:
+    """The document the baselines read: the protocol's words (name, description when the
+    protocol has it, each step's label and command), without markdown or template braces."""
     steps = " ".join(f"{e['description']} {e['command']}" for e in page.examples)
-    return f"{page.name}: {page.description} {steps}".replace("{{", "").replace("}}", "")
+    head = f"{page.name}: {page.description}" if described else f"{page.name}:"
+    return f"{head} {steps}".replace("{{", "").replace("}}", "")
 
 
 async def fresh_search(home: Path, query: str) -> list[str]:
@@ -83,13 +89,16 @@ def main() -> None:
     parser.add_argument("--evidence", type=Path, default=None,
                         help="write each request's candidates with the engine's raw evidence "
                              "(dense, text) here, for bench/calibrate.py")
+    parser.add_argument("--no-description", action="store_true",
+                        help="mint the pages without their description")
     args = parser.parse_args()
+    described = not args.no_description
 
     console = Console(stderr=True)
     requests = load_requests(args.split)
     labelled = [r for r in requests if r["expected"]]
     off_topic = [r for r in requests if not r["expected"]]
-    items = [dataclasses.replace(it, described=True) for it in real_items()
+    items = [dataclasses.replace(it, described=described) for it in real_items()
              if it.page.platform == "common"]
     model = LocalEmbedder(threads=2).load()
     root = Path(tempfile.mkdtemp(prefix="kairos-requests-"))
@@ -132,7 +141,7 @@ def main() -> None:
         args.evidence.write_text("\n".join(json.dumps(e) for e in evidence) + "\n")
 
     ids = [it.page.id for it in items]
-    docs = [plain_doc(it.page) for it in items]
+    docs = [plain_doc(it.page, described) for it in items]
     cache = PrimedEmbedder(model, vector_cache(model))
     with progress_bar(console) as progress:
         cache.prime(docs, progress, "baseline documents")
@@ -149,12 +158,15 @@ def main() -> None:
     methods = {"BM25 (same documents)": metrics(bm_ranks),
                "all-MiniLM-L6-v2 cosine (same documents)": metrics(cos_ranks),
                "KAIROS kairos_search": metrics(ranks)}
-    result = {"split": args.split, "requests": len(labelled), "off_topic": len(off_topic),
-              "documents": len(docs), "model_id": model.model_id, "methods": methods,
+    result = {"split": args.split, "described": described, "requests": len(labelled),
+              "off_topic": len(off_topic), "documents": len(docs), "model_id": model.model_id,
+              "methods": methods,
               "off_topic_no_match": sum(no_match) / len(no_match) if no_match else None,
               "search_ms": stats(latency)}
 
-    table = Table(title=f"requests, {args.split} half: {len(labelled)} labelled, "
+    table = Table(title=f"requests, {args.split} half"
+                        f"{'' if described else ' (pages without description)'}: "
+                        f"{len(labelled)} labelled, "
                         f"{len(off_topic)} off-topic, {len(docs)} protocols")
     for col in ("method", "recall@1", "recall@5", "MRR@10"):
         table.add_column(col)
@@ -178,7 +190,8 @@ def main() -> None:
                         f"{result['fresh_mcp']['fresh']['recall@5']:.3f} (warm "
                         f"{result['fresh_mcp']['warm']['recall@5']:.3f}); same rank for "
                         f"{result['fresh_mcp']['same_answers']} of {len(fresh)}")
-    out = args.json or RESULTS / f"requests_{args.split}.json"
+    out = args.json or RESULTS / (f"requests_{args.split}"
+                                  f"{'' if described else '_nodesc'}.json")
     out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps(result, indent=2))
 

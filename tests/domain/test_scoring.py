@@ -220,3 +220,21 @@ def test_an_entry_at_its_boundary_scores_the_default_min_score() -> None:
         assert calibrated_score(dense, text) < MATCH_THRESHOLD + 0.2
     z_text = (math.log(0.35 / 0.65) - scoring.ENTRY_TEXT_ONLY.bias) / scoring.ENTRY_TEXT_ONLY.text
     assert calibrated_score(None, z_text, entry=True) == pytest.approx(0.35, abs=1e-6)
+
+
+def test_score_bound_is_never_below_a_protocol_or_an_entry_score() -> None:
+    """``score_bound`` uses the entries' calibrations: each must score any evidence at
+    least as high as its protocol counterpart, or the unified search could drop a protocol
+    that reaches the floor."""
+    dense = np.linspace(-1.0, 1.0, 41)
+    for t in np.linspace(0.0, 1.0, 21):
+        bound = scoring.score_bound(dense, np.full_like(dense, t))
+        for d, b in zip(dense.tolist(), bound.tolist(), strict=True):
+            assert b >= calibrated_score(d, t) - 1e-9
+            assert b == pytest.approx(calibrated_score(d, t, entry=True))
+    bound = scoring.score_bound(dense, None)
+    for d, b in zip(dense.tolist(), bound.tolist(), strict=True):
+        assert b >= calibrated_score(d, None) - 1e-9
+    text_only = scoring.score_bound(np.full(21, np.nan), np.linspace(0.0, 1.0, 21))
+    for t, b in zip(np.linspace(0.0, 1.0, 21).tolist(), text_only.tolist(), strict=True):
+        assert b >= calibrated_score(None, t) - 1e-9
