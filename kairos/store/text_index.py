@@ -88,11 +88,11 @@ class SqliteFts:
             return None
         if not kinds:
             return TextMatches({}, _none)
-        n_rows = conn.execute(text("SELECT count(*) FROM search_docs")).scalar_one()
-        count = text("SELECT count(*) FROM search_fts WHERE search_fts MATCH :q")
-        ceiling = scoring.bm25_ceiling(
-            scoring.fts5_idf(n_rows, conn.execute(count, {"q": fts5_match([term])}).scalar_one())
-            for term in terms)
+        # The documents, and each term's documents, in one statement.
+        counts = conn.exec_driver_sql(
+            "SELECT (SELECT count(*) FROM search_docs)" + ", (SELECT count(*) FROM search_fts "
+            "WHERE search_fts MATCH ?)" * len(terms), tuple(fts5_match([t]) for t in terms)).one()
+        ceiling = scoring.bm25_ceiling(scoring.fts5_idf(counts[0], n) for n in counts[1:])
 
         def evidence(rows: Iterable[tuple[int, float]]) -> dict[int, float]:
             pairs = np.array(list(rows), dtype=np.float64).reshape(-1, 2)
