@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent import futures
 from contextlib import suppress
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -29,6 +30,8 @@ from .embedders import EmbedderUnavailable
 from .sessions import Sessions, SessionStore
 
 CANDIDATES = 100
+#: Searches at a time whose full-text pass runs beside their vector pass (``rank``).
+PARALLEL = 4
 #: Duplicates compare like with like: the first vector of both records, which stands for
 #: the whole record (``doctext.document``).
 DUPLICATE_SEQ = 0
@@ -68,7 +71,8 @@ class SearchService:
         self._stop = threading.Event()
         self._queued = threading.Event()  # set when a write stored no vectors
         self._thread: threading.Thread | None = None
-        self._workers = futures.ThreadPoolExecutor(thread_name_prefix="kairos-text")
+        self._workers = futures.ThreadPoolExecutor(PARALLEL, thread_name_prefix="kairos-text")
+        self._parallel = threading.BoundedSemaphore(PARALLEL)
         self.backfill_state = "idle"
     # --- provider state ----------------------------------------------------------------------
 
@@ -160,22 +164,32 @@ class SearchService:
         can score at least ``floor``, besides. ``filters`` (column → value: category,
         author, section) and ``exclude`` (entity ids) are applied in the database."""
         limit = None if floor is not None else CANDIDATES
+        search = partial(self.store.text_index.search, query=query, space=space, kinds=kinds,
+                         limit=limit)
+        rest = partial(self._ranked, query, space=space, kinds=kinds, limit=limit,
+                       filters=filters, exclude=exclude, boosts=boosts, floor=floor)
         # The full-text pass runs on a connection of its own in a worker while this thread
         # embeds the query and scans the vectors (SQLite, ONNX Runtime and numpy all let go
         # of the interpreter lock): a query costs the longer of the two, not their sum.
-        with self.store.read() as text_repo:
-            job = self._workers.submit(self.store.text_index.search, text_repo.conn, query,
-                                       space=space, kinds=kinds, limit=limit)
-            try:
-                return self._ranked(query, job, space=space, kinds=kinds, limit=limit,
-                                    filters=filters, exclude=exclude, boosts=boosts,
-                                    floor=floor)
-            finally:
-                futures.wait([job])  # the worker is done with the connection before it goes
+        # A query holding one connection while it waits for a second could starve the
+        # pool, so only PARALLEL queries at a time do it; the others, on a busy server,
+        # run the pass on their single connection (on a busy server every core is busy).
+        if not self._parallel.acquire(blocking=False):
+            return rest(search)
+        try:
+            with self.store.read() as text_repo:
+                job = self._workers.submit(search, text_repo.conn)
+                try:
+                    return rest(lambda _conn: job.result())
+                finally:
+                    futures.wait([job])  # the worker is done with the connection first
+        finally:
+            self._parallel.release()
 
-    def _ranked(self, query: str, job: futures.Future[TextMatches | None], *, space: str,
-                kinds: Sequence[str], limit: int | None, filters: Mapping[str, str] | None,
-                exclude: set[str] | None, boosts: bool, floor: float | None) -> Ranked:
+    def _ranked(self, query: str, text_of: Callable[[Connection], TextMatches | None], *,
+                space: str, kinds: Sequence[str], limit: int | None,
+                filters: Mapping[str, str] | None, exclude: set[str] | None, boosts: bool,
+                floor: float | None) -> Ranked:
         qvec = self._embed([doctext.embedding_query(query)])
         degraded = qvec is None
         mode = "text" if degraded else "hybrid"
@@ -187,7 +201,7 @@ class SearchService:
                 rids, sims = self.store.vector_index.search(
                     conn, qvec[0], space=space, kinds=kinds, model_id=model_id, limit=limit)
                 dense = dict(zip(rids.tolist(), sims.tolist(), strict=True))
-            matches = job.result()
+            matches = text_of(conn)
             text = None if matches is None else matches.best
             if matches is not None and limit is not None:  # the other candidates' evidence
                 best = matches.best

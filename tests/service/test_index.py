@@ -179,3 +179,20 @@ def test_text_evidence_of_other_candidates_equals_a_full_pass(home: Path) -> Non
         assert top.best.items() <= every.best.items()
         others = [rid for rid in every.best if rid not in top.best]
         assert top.of([*others, 10**9]) == pytest.approx({r: every.best[r] for r in others})
+
+
+def test_many_searches_at_once_share_the_connection_pool(home: Path) -> None:
+    """More searches at once than the pool has connections: each gets the answer a lone
+    search gets (a search that waited on a second connection while holding a first would
+    starve the pool)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    k = make_kairos(home)
+    for i, body in enumerate(["Run certbot renew.", "Rotate the kafka keystore.",
+                              "Restart nginx."]):
+        k.mint(f"# Runbook {i}\n\n## Do it\n\n{body}\n", force_update=True)
+    queries = ["renew tls certificates", "kafka keys", "restart the web server"] * 20
+    alone = {q: k.search(q) for q in set(queries)}
+    with ThreadPoolExecutor(len(queries)) as pool:
+        answers = list(pool.map(k.search, queries))
+    assert answers == [alone[q] for q in queries]
