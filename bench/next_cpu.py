@@ -43,19 +43,18 @@ from kairos.service import Kairos
 COMMENT_MIN = 20
 
 
-def shell_protocol(steps: int) -> str:
-    parts = ["# Release Checklist Shell\n\nShip a release of the service, step by step.\n"]
+def release_protocol(kind: str, steps: int) -> str:
+    """A release checklist of ``steps`` steps whose challenges are all shell commands
+    (``kind`` "shell") or all comments ("comment")."""
+    shell = kind == "shell"
+    parts = [f"# Release Checklist {'Shell' if shell else 'Notes'}\n\nShip a release of the "
+             f"service, {'step by step' if shell else 'noting each stage'}.\n"]
     for i in range(1, steps + 1):
-        parts.append(f"## Stage {i} check\n\nRun the stage {i} verification script and make "
-                     f"sure it exits cleanly.\n\nPROOF OF WORK: timeout 30s ./check.sh stage{i}\n")
-    return "\n".join(parts)
-
-
-def comment_protocol(steps: int) -> str:
-    parts = ["# Release Checklist Notes\n\nShip a release of the service, noting each stage.\n"]
-    for i in range(1, steps + 1):
-        parts.append(f"## Stage {i} review\n\nReview stage {i} of the release and report "
-                     f"what you looked at.\n\nPROOF OF WORK: comment min_length={COMMENT_MIN}\n")
+        parts.append(
+            f"## Stage {i} check\n\nRun the stage {i} verification script and make sure it "
+            f"exits cleanly.\n\nPROOF OF WORK: timeout 30s ./check.sh stage{i}\n" if shell else
+            f"## Stage {i} review\n\nReview stage {i} of the release and report what you "
+            f"looked at.\n\nPROOF OF WORK: comment min_length={COMMENT_MIN}\n")
     return "\n".join(parts)
 
 
@@ -131,10 +130,9 @@ def main() -> None:
         k = Kairos(load_settings(env=env), embedder=local_model(), background=False)
         print(f"backend {k.store.dialect}")
         try:
-            shell = [s["uri"] for s in k.mint(shell_protocol(args.steps), force_update=True)
-                     ["items"][0]["steps"]]
-            comment = [s["uri"] for s in k.mint(comment_protocol(args.steps), force_update=True)
-                       ["items"][0]["steps"]]
+            shell, comment = ([s["uri"] for s in k.mint(release_protocol(kind, args.steps),
+                                                           force_update=True)["items"][0]["steps"]]
+                              for kind in ("shell", "comment"))
             results = {"shell": measure(k, shell, args.runs, args.repeats),
                        "comment": measure(k, comment, args.runs, args.repeats)}
             for name, r in results.items():

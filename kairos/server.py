@@ -153,12 +153,10 @@ def _release_free_memory() -> None:
     """Hand the heap that start-up freed (migrations, imports, the model's load) back to
     the system: glibc keeps it mapped otherwise, about 9 MB of an idle server."""
     import ctypes
-    import ctypes.util
 
-    name = ctypes.util.find_library("c")
-    libc = ctypes.CDLL(name) if name else None
-    if libc is not None and hasattr(libc, "malloc_trim"):
-        libc.malloc_trim(0)
+    trim = getattr(ctypes.CDLL(None), "malloc_trim", None)  # glibc only; no lookup process
+    if trim is not None:
+        trim(0)
 
 
 def serve_stdio(settings: Settings, server_url: str | None) -> None:

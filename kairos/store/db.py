@@ -15,7 +15,7 @@ from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.engine import Connection
 
 from .repo import Repo
-from .text_index import PgFts, SqliteFts, TextIndex
+from .text_index import SQLITE_MATCHES, PgFts, SqliteFts, TextIndex
 from .vector_index import MemoryVectorIndex, PgVectorIndex, VectorIndex
 
 _HERE = Path(__file__).parent
@@ -38,6 +38,7 @@ def _sqlite_engine(url: str) -> Engine:
         cur.execute("PRAGMA synchronous=NORMAL")
         cur.execute("PRAGMA foreign_keys=ON")
         cur.execute("PRAGMA busy_timeout=60000")
+        cur.execute(SQLITE_MATCHES)
         cur.close()
 
     @event.listens_for(engine, "begin")
@@ -71,8 +72,9 @@ def make_indexes(dialect: str) -> tuple[TextIndex, VectorIndex, bool]:
 MIGRATION_LOCK_KEY = 0x6B6169726F73  # "kairos"
 
 
-def migrate(engine: Engine) -> str | None:
-    """Bring the schema to the newest migration (idempotent) and return its revision.
+def migrate(engine: Engine, revision: str = "head") -> str | None:
+    """Bring the schema to the newest migration, or to ``revision`` (idempotent), and
+    return the revision it is at.
 
     One migration at a time, across processes too: replicas that start together would
     otherwise race to create the same tables. PostgreSQL: an advisory lock held by the
@@ -86,7 +88,7 @@ def migrate(engine: Engine) -> str | None:
         if conn.dialect.name == "postgresql":
             conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK_KEY})
         cfg.attributes["connection"] = conn
-        command.upgrade(cfg, "head")
+        command.upgrade(cfg, revision)
         return MigrationContext.configure(conn).get_current_revision()
 
 

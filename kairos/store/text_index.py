@@ -58,6 +58,11 @@ SQLITE_FTS = ("CREATE VIRTUAL TABLE search_fts USING fts5(title, labels, body, s
               "tokenize = 'porter unicode61 remove_diacritics 2')")
 
 
+#: Where a SQLite search keeps every match's bm25() for ``TextMatches.of``: a table of each
+#: connection, made when the connection opens (``db``).
+SQLITE_MATCHES = "CREATE TEMP TABLE text_matches (rid INTEGER PRIMARY KEY, b REAL NOT NULL)"
+
+
 def scope_token(space: str, kind: str) -> str:
     """One FTS5 token (letters and digits) that stands for a space and a kind."""
     return "scope" + hashlib.sha256(f"{space}\0{kind}".encode()).hexdigest()[:24]
@@ -109,8 +114,6 @@ class SqliteFts:
         # Every match is scored in one pass into a table of this connection, so that the
         # evidence of other documents (``of``) is a lookup: FTS5 would re-run the whole
         # query for each rowid it is given.
-        conn.exec_driver_sql("CREATE TEMP TABLE IF NOT EXISTS text_matches "
-                             "(rid INTEGER PRIMARY KEY, b REAL NOT NULL)")
         conn.exec_driver_sql("DELETE FROM temp.text_matches")
         conn.exec_driver_sql(f"INSERT INTO temp.text_matches {matches}", (match,))
         best = evidence(conn.exec_driver_sql(

@@ -127,20 +127,15 @@ def test_text_search_keeps_to_its_space_and_kinds(home: Path) -> None:
 def test_an_older_sqlite_store_is_searchable_after_the_scope_migration(tmp_path: Path) -> None:
     """Migration 0008 rebuilds SQLite's full-text table with a scope column: documents
     indexed before it are found, in their own space only."""
-    from alembic import command
-    from alembic.config import Config
-    from sqlalchemy import create_engine, text
+    from sqlalchemy import text
+
+    from kairos.store.db import make_engine, migrate
 
     if PG_URL:
         pytest.skip("the full-text table of migration 0008 is SQLite's")
-    path = tmp_path / "kairos.db"
-    here = Path(__file__).resolve().parents[2] / "kairos" / "store"
-    cfg = Config(str(here / "alembic.ini"))
-    cfg.set_main_option("script_location", str(here / "migrations"))
-    engine = create_engine(f"sqlite:///{path}")
+    engine = make_engine(f"sqlite:///{tmp_path / 'kairos.db'}")
+    assert migrate(engine, "0007") == "0007"
     with engine.begin() as conn:
-        cfg.attributes["connection"] = conn
-        command.upgrade(cfg, "0007")
         for rid, space in ((1, "team-a"), (2, "team-b")):
             conn.execute(text(
                 "INSERT INTO search_docs (rid, key, kind, entity_id, space, title, labels, body, "
