@@ -7,7 +7,6 @@ import re
 
 from ..domain.limits import SNIPPET_DEFAULT, SNIPPET_MAX, SNIPPET_MIN
 
-DEFAULT_LEN, MIN_LEN, MAX_LEN = SNIPPET_DEFAULT, SNIPPET_MIN, SNIPPET_MAX
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n\s*\n|\n(?=\s*(?:[-*+]|\d+\.)\s)")
 _WORD = re.compile(r"[\w']+", re.UNICODE)
 _FENCE = re.compile(r"^\s*(?:```|~~~)[^\n]*$", re.MULTILINE)
@@ -24,10 +23,10 @@ def sentences(text: str) -> list[str]:
     return [" ".join(p.split()) for p in parts if p and p.strip("`~ ")]
 
 
-def make_snippet(body: str, query: str, length: int = DEFAULT_LEN) -> str:
+def make_snippet(body: str, query: str, length: int = SNIPPET_DEFAULT) -> str:
     """The (at most two) sentences sharing the most words with the query, in their original
     order; the first sentences when nothing matches; never longer than ``length``."""
-    length = max(MIN_LEN, min(MAX_LEN, length))
+    length = max(SNIPPET_MIN, min(SNIPPET_MAX, length))
     parts = sentences(body)
     if not parts:
         return ""

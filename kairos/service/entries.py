@@ -18,7 +18,7 @@ from ..domain.uris import new_id, to_uri
 from ..search.documents import entry_doc, entry_table
 from ..search.service import DUPLICATE_SEQ, Hit, SearchService
 from ..search.sessions import valid_session_id
-from ..search.snippets import DEFAULT_LEN, make_snippet, truncate
+from ..search.snippets import make_snippet, truncate
 from ..store import schema as t
 from ..store.db import Store
 from ..store.repo import Repo
@@ -198,7 +198,7 @@ class EntryService:
     # --- reads -------------------------------------------------------------------------------
 
     def _public(self, kind: str, row: dict[str, Any], fields: list[str] | None,
-                *, snippet_len: int = DEFAULT_LEN, query: str = "") -> dict[str, Any]:
+                *, snippet_len: int = limits.SNIPPET_DEFAULT, query: str = "") -> dict[str, Any]:
         body = row.get(_BODY[kind]) or ""
         preview = make_snippet(body, query, snippet_len) if query else truncate(
             " ".join(body.split()), snippet_len)
@@ -215,7 +215,7 @@ class EntryService:
                      session_id: str | None = None) -> dict[str, Any]:
         ids = [req.ids] if isinstance(req.ids, str) else req.ids
         fields = _known_fields(req.fields, (*FIELDS["experience"], *FIELDS["manual"]))
-        snippet_len = req.snippet_len or DEFAULT_LEN
+        snippet_len = req.snippet_len or limits.SNIPPET_DEFAULT
         entries, missing = [], []
         with self.store.read() as repo:
             for entry_id in ids:
@@ -402,7 +402,7 @@ class _Unified:
                    category=r.category, limit=r.limit or limits.SEARCH_DEFAULT,
                    offset=r.offset or 0,
                    min_score=r.min_score, filters=filters,
-                   snippet_len=r.snippet_len or DEFAULT_LEN,
+                   snippet_len=r.snippet_len or limits.SNIPPET_DEFAULT,
                    fields=_known_fields(r.fields, tuple(f for fs in FIELDS.values() for f in fs)),
                    hide_viewed=bool(r.hide_viewed),
                    downrank_viewed=r.downrank_viewed is not False, session_id=r.session_id)
