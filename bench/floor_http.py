@@ -19,7 +19,8 @@ from fastapi import FastAPI, Request
 
 from kairos.server import listen_all, uvicorn_options
 
-app = FastAPI(docs_url=None, redoc_url=None, openapi_url=None)
+app = FastAPI(docs_url=None, redoc_url=None, openapi_url=None,
+              telemetry={"tracing": False, "metrics": False, "logs": False})  # as kairos serve
 
 
 @app.post("/floor")

@@ -100,16 +100,18 @@ def create_app(kairos: Kairos, *, tokens: Mapping[str, str] | None = None,
         async with mcp_server.session_manager.run():
             yield
 
+    # FastAPI's OpenTelemetry hooks are off: /metrics is the server's telemetry, and the hooks
+    # would look for a configured provider on every request.
     app = FastAPI(title="KAIROS", version=version(), lifespan=lifespan, docs_url=None,
-                  redoc_url=None,
+                  redoc_url=None, telemetry={"tracing": False, "metrics": False, "logs": False},
                   description="A memory server for AI agents: protocols run step by step "
                               "with proof, experiences and manuals. MCP is served at /mcp.")
     app.state.kairos = kairos
     app.state.metrics = metrics
     app.state.mcp_server = mcp_server
-    app.include_router(browse_router)  # before ROUTERS: /runs/list is not a run id
-    for router in ROUTERS:
+    for router in ROUTERS:  # the run loop's routes first: routes are matched in order
         app.include_router(router)
+    app.include_router(browse_router)
     mount_ui(app)
     openapi.install(app)
     app.add_exception_handler(KairosError, _kairos_error)

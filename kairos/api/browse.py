@@ -8,7 +8,6 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query
 from pydantic import BaseModel, Field
-from starlette.exceptions import HTTPException
 
 from ..domain import limits
 from ..domain.requests import CATEGORY_CODES, URI_PATTERN, Validate
@@ -205,7 +204,6 @@ class EntryPage(BaseModel):
     has_more: bool
 
 
-RUN_ACTIONS = frozenset({"begin", "next", "attest"})
 router = APIRouter(prefix="/api/v1", tags=["browse"], responses=ERRORS)
 
 
@@ -250,8 +248,6 @@ def list_runs(c: C, limit: Limit = 20, offset: Offset = 0,
 @router.get("/runs/{run_id:uuid_text}", response_model=RunDetail,
             summary="One run: status, steps, and its proof chain checked link by link")
 def one_run(run_id: RunId, c: C) -> Any:
-    if run_id in RUN_ACTIONS:  # POST-only actions under the same prefix, not run ids
-        raise HTTPException(405, "Method Not Allowed", headers={"Allow": "POST"})
     return c.kairos.run_detail(run_id, c.caller)
 
 

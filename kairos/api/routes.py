@@ -215,6 +215,6 @@ def cited(body: rq.Cite, c: C) -> JSONResponse:
     return answer(c.kairos.cite(body.session_id, body.ids, c.caller))
 
 
-ROUTERS = (protocols, runs, entries)
+ROUTERS = (runs, protocols, entries)
 
 __all__ = ["ROUTERS"]
