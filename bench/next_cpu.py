@@ -1,7 +1,7 @@
 """CPU time of one ``kairos_next`` call in process (``Kairos.next`` on a SQLite file).
 
     python bench/next_cpu.py [--runs N] [--repeats R] [--steps S] [--profile] [--json FILE]
-                             [--database-url URL]
+                             [--database-url URL] [--rest]
 
 Builds a Kairos on a temporary SQLite store with the shipped local model, mints two
 protocols of ``--steps`` steps each — one whose steps end in ``PROOF OF WORK: timeout 30s
@@ -15,6 +15,11 @@ the median of ``--repeats`` repetitions (each with fresh runs) is reported, with
 The shell figure is the run loop itself. A comment answer adds its relevance check
 (``domain.relevance``: lexical, no model call) on top of that.
 
+``--rest`` sends the same calls through the REST app in process instead (``create_app`` as
+``kairos serve`` builds it, called as ASGI: routing, the middleware, validation, the thread
+hop, the JSON; no sockets), so the difference between the two is what the HTTP stack costs
+beyond the service, before any network.
+
 ``--profile`` runs one more repetition of the shell loop with its ``next`` calls under
 cProfile and prints the top entries by cumulative time. ``KAIROS_BENCH_CODE`` is printed:
 the directory the ``kairos`` package was imported from, so a run against another checkout
@@ -24,6 +29,7 @@ the directory the ``kairos`` package was imported from, so a run against another
 from __future__ import annotations
 
 import argparse
+import asyncio
 import cProfile
 import io
 import json
@@ -32,8 +38,11 @@ import statistics
 import sys
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any
+
+import uvloop
 
 import kairos
 from kairos.config import load_settings
@@ -70,21 +79,83 @@ def solution(challenge: dict[str, Any], index: int) -> dict[str, Any]:
     return base
 
 
-def run_loop(k: Kairos, uris: list[str], runs: int,
-             prof: cProfile.Profile | None = None) -> tuple[float, int]:
+class Direct:
+    """``begin``, ``next`` and ``attest`` as the service's own calls."""
+
+    def __init__(self, k: Kairos) -> None:
+        self.k = k
+
+    async def begin(self, uri: str) -> dict[str, Any]:
+        return self.k.begin(uri)
+
+    async def next(self, uri: str, solution: dict[str, Any]) -> dict[str, Any]:
+        return self.k.next(uri, solution)
+
+    async def attest(self, uri: str, solution: dict[str, Any]) -> dict[str, Any]:
+        return self.k.attest(uri, "success", "released", solution=solution)
+
+
+class Rest:
+    """The same calls as REST requests to the ASGI app of ``kairos serve``, in process."""
+
+    HEADERS = [(b"host", b"127.0.0.1"), (b"content-type", b"application/json"),
+               (b"x-chl-session", b"bench-next-cpu")]
+
+    def __init__(self, k: Kairos) -> None:
+        from kairos.api import create_app
+        from kairos.mcp import ServiceRef, build_server
+
+        self.app = create_app(k, mcp_factory=partial(build_server, ServiceRef.of(k)))
+
+    async def call(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        raw = json.dumps(body).encode()
+        scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1",
+                 "method": "POST", "scheme": "http", "path": path, "raw_path": path.encode(),
+                 "query_string": b"", "root_path": "", "client": ("127.0.0.1", 1),
+                 "server": ("127.0.0.1", 80), "state": {},
+                 "headers": [*self.HEADERS, (b"content-length", str(len(raw)).encode())]}
+        messages = [{"type": "http.request", "body": raw, "more_body": False}]
+        out: list[bytes] = []
+
+        async def receive() -> dict[str, Any]:
+            if messages:
+                return messages.pop()
+            await asyncio.Future()  # never a disconnect: the client waits for its answer
+            raise AssertionError
+
+        async def send(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.body":
+                out.append(message.get("body", b""))
+
+        await self.app(scope, receive, send)
+        return dict(json.loads(b"".join(out)))
+
+    async def begin(self, uri: str) -> dict[str, Any]:
+        return await self.call("/api/v1/runs/begin", {"uri": uri})
+
+    async def next(self, uri: str, solution: dict[str, Any]) -> dict[str, Any]:
+        return await self.call("/api/v1/runs/next", {"uri": uri, "solution": solution})
+
+    async def attest(self, uri: str, solution: dict[str, Any]) -> dict[str, Any]:
+        return await self.call("/api/v1/runs/attest", {
+            "uri": uri, "outcome": "success", "message": "released", "solution": solution})
+
+
+async def run_loop(k: Direct | Rest, uris: list[str], runs: int,
+                   prof: cProfile.Profile | None = None) -> tuple[float, int]:
     """Drive ``runs`` runs; return the CPU seconds spent inside ``next`` and the calls
     (``prof``, when given, profiles the ``next`` calls only)."""
     cpu = 0.0
     calls = 0
     clock = time.process_time
     for _ in range(runs):
-        challenge = k.begin(uris[0])["challenge"]
+        challenge = (await k.begin(uris[0]))["challenge"]
         for i in range(1, len(uris)):
             sol = solution(challenge, i)
             if prof is not None:
                 prof.enable()
             t0 = clock()
-            out = k.next(uris[i], sol)
+            out = await k.next(uris[i], sol)
             cpu += clock() - t0
             if prof is not None:
                 prof.disable()
@@ -92,17 +163,18 @@ def run_loop(k: Kairos, uris: list[str], runs: int,
             if "error_code" in out:
                 raise SystemExit(f"unexpected refusal: {out['error_code']}: {out.get('message')}")
             challenge = out["challenge"]
-        done = k.attest(uris[-1], "success", "released", solution=solution(challenge, len(uris)))
+        done = await k.attest(uris[-1], solution(challenge, len(uris)))
         if not done.get("proven"):
             raise SystemExit(f"run not proven: {done}")
     return cpu, calls
 
 
-def measure(k: Kairos, uris: list[str], runs: int, repeats: int) -> dict[str, Any]:
-    run_loop(k, uris, 3)  # warm-up: caches, prepared statements, the pool's connection
+async def measure(k: Direct | Rest, uris: list[str], runs: int, repeats: int
+                  ) -> dict[str, Any]:
+    await run_loop(k, uris, 3)  # warm-up: caches, prepared statements, the pool's connection
     per_call = []
     for _ in range(repeats):
-        cpu, calls = run_loop(k, uris, runs)
+        cpu, calls = await run_loop(k, uris, runs)
         per_call.append(cpu / calls)
     med = statistics.median(per_call)
     return {"ms_per_next": round(med * 1000, 4),
@@ -121,6 +193,8 @@ def main() -> None:
     ap.add_argument("--database-url", default="",
                     help="a PostgreSQL URL instead of the temporary SQLite file (the "
                          "server's own CPU is not counted)")
+    ap.add_argument("--rest", action="store_true",
+                    help="through the REST app in process (ASGI, no sockets)")
     args = ap.parse_args()
     print(f"KAIROS_BENCH_CODE {Path(kairos.__file__).parent}")
     with tempfile.TemporaryDirectory(prefix="kairos-next-cpu-") as home:
@@ -128,13 +202,14 @@ def main() -> None:
         if args.database_url:
             env["KAIROS_DATABASE_URL"] = args.database_url
         k = Kairos(load_settings(env=env), embedder=local_model(), background=False)
-        print(f"backend {k.store.dialect}")
+        print(f"backend {k.store.dialect}{', through the REST app' if args.rest else ''}")
         try:
             shell, comment = ([s["uri"] for s in k.mint(release_protocol(kind, args.steps),
                                                            force_update=True)["items"][0]["steps"]]
                               for kind in ("shell", "comment"))
-            results = {"shell": measure(k, shell, args.runs, args.repeats),
-                       "comment": measure(k, comment, args.runs, args.repeats)}
+            caller = Rest(k) if args.rest else Direct(k)
+            results = {kind: uvloop.run(measure(caller, uris, args.runs, args.repeats))
+                       for kind, uris in (("shell", shell), ("comment", comment))}
             for name, r in results.items():
                 print(f"{name:8s} CPU per next: {r['ms_per_next']:.3f} ms (median of "
                       f"{args.repeats}: {', '.join(f'{x:.3f}' for x in r['repeats_ms'])}), "
@@ -144,7 +219,7 @@ def main() -> None:
                 args.json.write_text(json.dumps(results, indent=2) + "\n")
             if args.profile:
                 prof = cProfile.Profile()
-                run_loop(k, shell, args.runs, prof)
+                uvloop.run(run_loop(caller, shell, args.runs, prof))
                 buf = io.StringIO()
                 pstats.Stats(prof, stream=buf).sort_stats("cumulative").print_stats(args.top)
                 print(buf.getvalue())
