@@ -53,10 +53,15 @@ def _kinds(kinds: Sequence[str]) -> str:
 #: The SQLite full-text table: the three searched columns, then ``scope``, one token naming
 #: the row's space and kind (``scope_token``) so that a search keeps to its space and kinds
 #: inside FTS5 rather than looking up the document row of every match (at 50,000 documents
-#: that lookup was half the cost of a query). bm25() weighs ``scope`` 0.
+#: that lookup was half the cost of a query). bm25() weighs ``scope`` 0, but counts its token
+#: in each row's length: ``SCOPE_TOKENS``.
 SQLITE_FTS = ("CREATE VIRTUAL TABLE search_fts USING fts5(title, labels, body, scope, "
               "tokenize = 'porter unicode61 remove_diacritics 2')")
 
+
+#: The tokens a row's length holds beyond its searched words (the scope token): PostgreSQL
+#: counts them too, so that bm25's length normalisation is the same on both.
+SCOPE_TOKENS = 1
 
 #: Where a SQLite search keeps every match's bm25() for ``TextMatches.of``: a table of each
 #: connection, made when the connection opens (``db``).
@@ -168,7 +173,7 @@ class PgFts:
             "(SELECT coalesce(avg(ntokens), 0) FROM search_docs), " + counts +
             " FROM search_docs WHERE tsv @@ CAST(:any AS tsquery)"),
             {"any": any_q, **quoted}).one()
-        n_rows, avg_len = int(stats[0]), float(stats[1])
+        n_rows, avg_len = int(stats[0]), float(stats[1]) + SCOPE_TOKENS
         idf = {lex: scoring.fts5_idf(n_rows, int(n)) for lex, n in zip(lex_list, stats[2:],
                                                                          strict=True)}
         ceiling = scoring.bm25_ceiling(idf.values())
@@ -191,7 +196,7 @@ class PgFts:
                     {"rids": list(rids), "lex": lex_list, "space": space}):
                 tf = sum(self.WEIGHTS.get(str(w), 1.0) for w in weights)
                 bm25[int(rid)] = bm25.get(int(rid), 0.0) + scoring.bm25_term(
-                    idf[str(lex)], tf, int(ntokens), avg_len)
+                    idf[str(lex)], tf, int(ntokens) + SCOPE_TOKENS, avg_len)
             return {rid: float(scoring.text_evidence(-score, ceiling))
                     for rid, score in bm25.items()}
 

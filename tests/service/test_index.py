@@ -191,3 +191,34 @@ def test_many_searches_at_once_share_the_connection_pool(home: Path) -> None:
     with ThreadPoolExecutor(len(queries)) as pool:
         answers = list(pool.map(k.search, queries))
     assert answers == [alone[q] for q in queries]
+
+
+def test_a_text_score_means_the_same_on_both_backends(home: Path, tmp_path: Path) -> None:
+    """PostgreSQL computes FTS5's bm25 from its tsvectors: the same documents give the same
+    text evidence as SQLite's bm25() (words both stemmers stem alike)."""
+    from sqlalchemy import text
+
+    if not PG_URL:
+        pytest.skip("compares the PostgreSQL store with a SQLite one")
+    stores = {"postgresql": make_kairos(home, NoEmbedder()),
+              "sqlite": make_kairos(tmp_path / "sqlite", NoEmbedder(),
+                                    KAIROS_DATABASE_URL=f"sqlite:///{tmp_path / 'k.db'}")}
+    bodies = ["Run certbot renew on the edge hosts.",
+              "Run certbot renew, then list the certbot certificates.",
+              "Restart nginx after the certificate changes on the hosts.",
+              "Rotate kafka keys on every broker host."]
+    evidence: dict[str, list[dict[str, float]]] = {}
+    for backend, k in stores.items():
+        for i, body in enumerate(bodies):
+            k.mint(f"# Runbook {i} for hosts\n\n## Renew step\n\n{body}\n", force_update=True)
+        with k.store.read() as r:
+            titles = dict(r.conn.execute(text("SELECT rid, title FROM search_docs")).all())
+            evidence[backend] = []
+            for query in ("certbot renew hosts", "kafka broker", "renew certificates"):
+                found = k.store.text_index.search(r.conn, query, space="default",
+                                                  kinds=("protocol",), limit=None)
+                assert found is not None
+                evidence[backend].append({titles[rid]: v for rid, v in found.best.items()})
+    assert [len(e) for e in evidence["sqlite"]] == [4, 1, 4]
+    for pg, lite in zip(evidence["postgresql"], evidence["sqlite"], strict=True):
+        assert pg == pytest.approx(lite, rel=1e-9)
