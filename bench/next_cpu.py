@@ -98,8 +98,8 @@ class Direct:
 class Rest:
     """The same calls as REST requests to the ASGI app of ``kairos serve``, in process."""
 
-    HEADERS = [(b"host", b"127.0.0.1"), (b"content-type", b"application/json"),
-               (b"x-chl-session", b"bench-next-cpu")]
+    HEADERS = ((b"host", b"127.0.0.1"), (b"content-type", b"application/json"),
+               (b"x-chl-session", b"bench-next-cpu"))
 
     def __init__(self, k: Kairos) -> None:
         from kairos.api import create_app
