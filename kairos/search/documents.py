@@ -5,7 +5,6 @@ change), and the services build the document of what they are about to write."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -16,8 +15,8 @@ from ..domain import doctext, markdown
 from ..domain.challenge import Challenge, from_issued
 from ..store import schema as t
 from ..store.repo import Repo
+from ..store.text_index import token_count
 
-_WORDS = re.compile(r"\w+", re.UNICODE)
 ENTRY_KINDS = ("experience", "manual")
 
 
@@ -40,7 +39,7 @@ class DocSpec:
 
     @property
     def ntokens(self) -> int:
-        return len(_WORDS.findall(f"{self.title} {self.labels} {self.body}"))
+        return token_count(self.title, self.labels, self.body)
 
 
 def challenge_of(row: Mapping[Any, Any]) -> Challenge:

@@ -7,6 +7,7 @@ weighted column per field), so a text score means the same on both."""
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar, Protocol
@@ -62,6 +63,15 @@ SQLITE_FTS = ("CREATE VIRTUAL TABLE search_fts USING fts5(title, labels, body, s
 #: The tokens a row's length holds beyond its searched words (the scope token): PostgreSQL
 #: counts them too, so that bm25's length normalisation is the same on both.
 SCOPE_TOKENS = 1
+
+_TOKENS = re.compile(r"[^\W_]+")
+
+
+def token_count(*texts: str) -> int:
+    """The tokens FTS5's unicode61 tokenizer makes of ``texts``: runs of letters and digits
+    (an underscore separates, as any other punctuation). PostgreSQL's bm25 reads a
+    document's length from this count (``search_docs.ntokens``)."""
+    return sum(len(_TOKENS.findall(text)) for text in texts)
 
 #: Where a SQLite search keeps every match's bm25() for ``TextMatches.of``: a table of each
 #: connection, made when the connection opens (``db``).

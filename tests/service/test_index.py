@@ -154,6 +154,33 @@ def test_an_older_sqlite_store_is_searchable_after_the_scope_migration(tmp_path:
                                 kinds=("protocol",)).hits == []
 
 
+def test_token_counts_are_made_again_by_migration_0009(tmp_path: Path) -> None:
+    """A document counted before 0009 (``edge_hosts`` as one token) is counted as FTS5
+    counts it after the upgrade; counts that were right stay."""
+    from sqlalchemy import text
+
+    from kairos.store.db import make_engine, migrate
+
+    if PG_URL:
+        pytest.skip("a migration from 0008 runs on a store of its own (SQLite)")
+    engine = make_engine(f"sqlite:///{tmp_path / 'kairos.db'}")
+    assert migrate(engine, "0008") == "0008"
+    with engine.begin() as conn:
+        for rid, body, ntokens in ((1, "Renew the edge_hosts certificates.", 6),
+                                   (2, "Renew the certificates.", 5)):
+            conn.execute(text(
+                "INSERT INTO search_docs (rid, key, kind, entity_id, space, title, labels, body, "
+                "ntokens, updated_at) VALUES (:rid, :key, 'experience', :e, 'default', "
+                "'Renew TLS', '', :body, :n, '2026-11-01T00:00:00Z')"),
+                {"rid": rid, "key": f"experience:e{rid}", "e": f"e{rid}", "body": body,
+                 "n": ntokens})
+    assert migrate(engine) == "0009"
+    with engine.connect() as conn:
+        counts = dict(conn.execute(text("SELECT rid, ntokens FROM search_docs")).all())
+    engine.dispose()
+    assert counts == {1: 7, 2: 5}
+
+
 def test_text_evidence_of_other_candidates_equals_a_full_pass(home: Path) -> None:
     """With a limit, the full-text index returns its best matches and, on request, the
     evidence of any other matching document: the same values a pass over every match
@@ -195,7 +222,8 @@ def test_many_searches_at_once_share_the_connection_pool(home: Path) -> None:
 
 def test_a_text_score_means_the_same_on_both_backends(home: Path, tmp_path: Path) -> None:
     """PostgreSQL computes FTS5's bm25 from its tsvectors: the same documents give the same
-    text evidence as SQLite's bm25() (words both stemmers stem alike)."""
+    text evidence as SQLite's bm25() (words both stemmers stem alike; an underscore
+    separates two tokens on both)."""
     from sqlalchemy import text
 
     if not PG_URL:
@@ -203,7 +231,7 @@ def test_a_text_score_means_the_same_on_both_backends(home: Path, tmp_path: Path
     stores = {"postgresql": make_kairos(home, NoEmbedder()),
               "sqlite": make_kairos(tmp_path / "sqlite", NoEmbedder(),
                                     KAIROS_DATABASE_URL=f"sqlite:///{tmp_path / 'k.db'}")}
-    bodies = ["Run certbot renew on the edge hosts.",
+    bodies = ["Run certbot renew on the edge_hosts group.",
               "Run certbot renew, then list the certbot certificates.",
               "Restart nginx after the certificate changes on the hosts.",
               "Rotate kafka keys on every broker host."]
