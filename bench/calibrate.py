@@ -95,7 +95,11 @@ def boundary(rows: list[dict], ranked: list[tuple[list[str], np.ndarray]]) -> fl
     would let about (share·n + 1)/(n + 1) of unseen ones match: 10.3 % for 2 of 28."""
     tops = sorted(z[0] if len(z) else -1.0 for r, (_, z) in zip(rows, ranked, strict=True)
                   if not r["expected"])
-    rank = min(len(tops), math.ceil((len(tops) + 1) * (1 - OFF_TOPIC_MATCHING)))
+    rank = math.ceil((len(tops) + 1) * (1 - OFF_TOPIC_MATCHING))
+    if rank > len(tops):
+        sys.exit(f"{len(tops)} off-topic requests cannot bound the share at "
+                 f"{OFF_TOPIC_MATCHING:.0%}: at least {math.ceil(1 / OFF_TOPIC_MATCHING) - 1} "
+                 "are needed")
     return float(tops[rank - 1]) + 1e-4
 
 

@@ -17,10 +17,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from fastapi import FastAPI, Request
 
+from kairos.api.app import TELEMETRY_OFF
 from kairos.server import listen_all, uvicorn_options
 
 app = FastAPI(docs_url=None, redoc_url=None, openapi_url=None,
-              telemetry={"tracing": False, "metrics": False, "logs": False})  # as kairos serve
+              telemetry=TELEMETRY_OFF)  # as kairos serve
 
 
 @app.post("/floor")

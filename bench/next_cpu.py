@@ -96,7 +96,8 @@ class Direct:
 
 
 class Rest:
-    """The same calls as REST requests to the ASGI app of ``kairos serve``, in process."""
+    """The same calls as REST requests to the ASGI app of ``kairos serve``, in process (its
+    lifespan, which only runs MCP sessions, is not started)."""
 
     HEADERS = ((b"host", b"127.0.0.1"), (b"content-type", b"application/json"),
                (b"x-chl-session", b"bench-next-cpu"))
@@ -182,6 +183,25 @@ async def measure(k: Direct | Rest, uris: list[str], runs: int, repeats: int
             "calls_per_s": round(1 / med, 1), "next_calls_per_repeat": runs * (len(uris) - 1)}
 
 
+async def report(caller: Direct | Rest, shell: list[str], comment: list[str],
+                 args: argparse.Namespace) -> None:
+    """Every measurement on one event loop (the REST app's thread pool is the loop's)."""
+    results = {kind: await measure(caller, uris, args.runs, args.repeats)
+               for kind, uris in (("shell", shell), ("comment", comment))}
+    for name, r in results.items():
+        print(f"{name:8s} CPU per next: {r['ms_per_next']:.3f} ms (median of "
+              f"{args.repeats}: {', '.join(f'{x:.3f}' for x in r['repeats_ms'])}), "
+              f"{r['calls_per_s']:.0f} calls/s, {r['next_calls_per_repeat']} calls per repeat")
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2) + "\n")
+    if args.profile:
+        prof = cProfile.Profile()
+        await run_loop(caller, shell, args.runs, prof)
+        buf = io.StringIO()
+        pstats.Stats(prof, stream=buf).sort_stats("cumulative").print_stats(args.top)
+        print(buf.getvalue())
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--runs", type=int, default=60)
@@ -208,21 +228,7 @@ def main() -> None:
                                                            force_update=True)["items"][0]["steps"]]
                               for kind in ("shell", "comment"))
             caller = Rest(k) if args.rest else Direct(k)
-            results = {kind: uvloop.run(measure(caller, uris, args.runs, args.repeats))
-                       for kind, uris in (("shell", shell), ("comment", comment))}
-            for name, r in results.items():
-                print(f"{name:8s} CPU per next: {r['ms_per_next']:.3f} ms (median of "
-                      f"{args.repeats}: {', '.join(f'{x:.3f}' for x in r['repeats_ms'])}), "
-                      f"{r['calls_per_s']:.0f} calls/s, {r['next_calls_per_repeat']} calls "
-                      "per repeat")
-            if args.json:
-                args.json.write_text(json.dumps(results, indent=2) + "\n")
-            if args.profile:
-                prof = cProfile.Profile()
-                uvloop.run(run_loop(caller, shell, args.runs, prof))
-                buf = io.StringIO()
-                pstats.Stats(prof, stream=buf).sort_stats("cumulative").print_stats(args.top)
-                print(buf.getvalue())
+            uvloop.run(report(caller, shell, comment, args))
         finally:
             k.close()
 

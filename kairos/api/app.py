@@ -16,6 +16,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
+from fastapi.telemetry import TelemetryConfig
 from starlette.exceptions import HTTPException
 from starlette.routing import Match
 
@@ -37,6 +38,10 @@ log = logging.getLogger("kairos.api")
 
 MCP_PATH = "/mcp"
 HTTP_CODES = {404: NOT_FOUND, 405: "METHOD_NOT_ALLOWED"}
+
+#: FastAPI's OpenTelemetry hooks, off: ``/metrics`` is the server's telemetry, and the hooks
+#: would look for a configured provider on every request.
+TELEMETRY_OFF = TelemetryConfig(tracing=False, metrics=False, logs=False)
 
 McpFactory = Callable[..., Any]
 """Builds the MCP server: called with ``identify=`` (request → caller and session) and
@@ -100,10 +105,8 @@ def create_app(kairos: Kairos, *, tokens: Mapping[str, str] | None = None,
         async with mcp_server.session_manager.run():
             yield
 
-    # FastAPI's OpenTelemetry hooks are off: /metrics is the server's telemetry, and the hooks
-    # would look for a configured provider on every request.
     app = FastAPI(title="KAIROS", version=version(), lifespan=lifespan, docs_url=None,
-                  redoc_url=None, telemetry={"tracing": False, "metrics": False, "logs": False},
+                  redoc_url=None, telemetry=TELEMETRY_OFF,
                   description="A memory server for AI agents: protocols run step by step "
                               "with proof, experiences and manuals. MCP is served at /mcp.")
     app.state.kairos = kairos
@@ -158,4 +161,4 @@ def create_app(kairos: Kairos, *, tokens: Mapping[str, str] | None = None,
 
 
 
-__all__ = ["INTERNAL_BODY", "INTERNAL_ERROR", "McpFactory", "create_app"]
+__all__ = ["INTERNAL_BODY", "INTERNAL_ERROR", "TELEMETRY_OFF", "McpFactory", "create_app"]
