@@ -15,6 +15,7 @@ from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
 from starlette.convertors import Convertor, register_url_convertor
 
+from ..domain import limits
 from ..domain import requests as rq
 from ..domain.errors import NotFoundError, ValidationError
 from ..domain.texts import URI_PREFIX
@@ -200,7 +201,8 @@ def categories(c: C) -> JSONResponse:
 @entries.get("/search/session", summary="What a search session has seen and cited",
              **o.ok(o.SessionInfo))
 def session(c: C, session_id: Annotated[str | None, Query(
-        max_length=128, description="The session; else the X-CHL-Session header's.")] = None
+        max_length=limits.SESSION_ID_CHARS,
+        description="The session; else the X-CHL-Session header's.")] = None
             ) -> JSONResponse:
     sid = session_id or c.session
     if not sid:  # no session named is no session found

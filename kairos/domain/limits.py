@@ -47,6 +47,7 @@ def setting_defaults() -> dict[str, int]:
 
 #: Fixed limits (they follow from the schema or from the challenge semantics).
 MODEL_ID_CHARS = 128
+SESSION_ID_CHARS = 128  # a search session's id (X-CHL-Session, session_id)
 OFFSET_MAX = 1_000_000_000  # how far a page may start (fits every database's integers)
 PLAYBOOK_CHARS = 2_000  # an experience's playbook and context, a manual's summary
 CONTENT_CHARS = 100_000  # a manual's content
@@ -187,6 +188,7 @@ __all__ = [
     "QUERY_CHARS",
     "SEARCH_DEFAULT",
     "SEARCH_LIMIT",
+    "SESSION_ID_CHARS",
     "SETTINGS",
     "SHELL_TIMEOUT_MAX_SECONDS",
     "SNIPPET_DEFAULT",

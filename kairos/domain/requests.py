@@ -25,7 +25,7 @@ from .limits import QUERY_CHARS, SEARCH_LIMIT, SNIPPET_MAX, SNIPPET_MIN
 
 UUID_PATTERN = "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
 URI_PATTERN = f"^kairos://mem/{UUID_PATTERN}$"
-SESSION_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:\-]{0,127}$"
+SESSION_PATTERN = rf"^[A-Za-z0-9][A-Za-z0-9._:\-]{{0,{limits.SESSION_ID_CHARS - 1}}}$"
 STARTER_CATEGORIES = (
     ("general", "General", "Anything that fits no other category"),
     ("coding", "Coding", "Writing and changing code"),
@@ -85,7 +85,7 @@ Limit = Annotated[int, Field(ge=1, le=SEARCH_LIMIT,
                                          f"(default {limits.SEARCH_DEFAULT})."), WHOLE]
 ModelId = Annotated[str, Field(max_length=limits.MODEL_ID_CHARS,
                                description="The model that wrote or ran the protocol.")]
-SessionId = Annotated[str, Field(max_length=128,
+SessionId = Annotated[str, Field(max_length=limits.SESSION_ID_CHARS,
                                  description="A search session: letters, digits, . _ : - "
                                              "(the X-CHL-Session header wins over it; an id "
                                              "of another form is ignored).")]

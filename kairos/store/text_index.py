@@ -60,6 +60,16 @@ SQLITE_FTS = ("CREATE VIRTUAL TABLE search_fts USING fts5(title, labels, body, s
               "tokenize = 'porter unicode61 remove_diacritics 2')")
 
 
+#: Where a SQLite search keeps every match's bm25() for ``TextMatches.of``: a table of each
+#: connection, made when the connection opens (``db``).
+SQLITE_MATCHES = "CREATE TEMP TABLE text_matches (rid INTEGER PRIMARY KEY, b REAL NOT NULL)"
+
+
+def scope_token(space: str, kind: str) -> str:
+    """One FTS5 token (letters and digits) that stands for a space and a kind."""
+    return "scope" + hashlib.sha256(f"{space}\0{kind}".encode()).hexdigest()[:24]
+
+
 #: The tokens a row's length holds beyond its searched words (the scope token): PostgreSQL
 #: counts them too, so that bm25's length normalisation is the same on both.
 SCOPE_TOKENS = 1
@@ -72,15 +82,6 @@ def token_count(*texts: str) -> int:
     (an underscore separates, as any other punctuation). PostgreSQL's bm25 reads a
     document's length from this count (``search_docs.ntokens``)."""
     return sum(len(_TOKENS.findall(text)) for text in texts)
-
-#: Where a SQLite search keeps every match's bm25() for ``TextMatches.of``: a table of each
-#: connection, made when the connection opens (``db``).
-SQLITE_MATCHES = "CREATE TEMP TABLE text_matches (rid INTEGER PRIMARY KEY, b REAL NOT NULL)"
-
-
-def scope_token(space: str, kind: str) -> str:
-    """One FTS5 token (letters and digits) that stands for a space and a kind."""
-    return "scope" + hashlib.sha256(f"{space}\0{kind}".encode()).hexdigest()[:24]
 
 
 class SqliteFts:
