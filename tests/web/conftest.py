@@ -30,8 +30,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(skip)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def chromium() -> Iterator[Any]:
+    """One browser per module: Playwright's synchronous API keeps an event loop running
+    while it is open, which the asynchronous tests of the next module cannot share."""
     with browser() as b:
         yield b
 

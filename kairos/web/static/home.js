@@ -41,7 +41,7 @@ function recentProtocols(home) {
         h("td", {}, x.stats.runs), h("td", {}, pct(x.stats.success_rate)),
         h("td", { title: "finished runs whose every step was proven" }, pct(provenRate(x.stats))),
         h("td", { class: "hide-narrow" }, when(x.updated_at))))))),
-    h("p", {}, h("a", { href: "#/protocols" }, `All ${plural(p.total, "protocol")} →`))];
+    h("p", {}, h("a", { href: "#/protocols" }, `All protocols (${p.total}) →`))];
 }
 
 function recentRuns(home) {
@@ -57,7 +57,7 @@ function recentRuns(home) {
         h("td", {}, stateBadge(x)), h("td", {}, provenBadge(x.proven)),
         h("td", { class: "hide-narrow" }, when(x.updated_at)))))))
       : h("p", { class: "muted" }, "No runs yet: open a protocol and press “Run it”."),
-    h("p", {}, h("a", { href: "#/runs" }, `All ${plural(r.total, "run")} →`),
+    h("p", {}, h("a", { href: "#/runs" }, `All runs (${r.total}) →`),
       r.active ? h("span", { class: "muted" }, ` · ${r.active} active`) : null),
     expiry ? h("p", { class: "muted" }, expiry) : null];
 }
