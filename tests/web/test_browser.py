@@ -119,7 +119,8 @@ def test_an_entry_written_and_found_with_a_token(kairos: Kairos, chromium: Any) 
         s = Site(chromium, base)
         try:
             page = s.go("#/entry-new?type=experience")
-            page.wait_for_selector("#token-dialog[open]")  # the API asked for a token
+            asked = page.wait_for_selector("#token-dialog[open] #token-why")  # a 401 came
+            assert asked.inner_text().startswith("This server asks for a token.")
             page.fill("#token-input", "web-secret")
             page.keyboard.press("Enter")
             page.wait_for_selector("#f-title")
