@@ -36,6 +36,7 @@ from kairos.service import Kairos  # noqa: E402
 from tests.web.harness import browser, serve_in_thread  # noqa: E402
 
 BATCH = 500
+DOCS_READY = {"/docs": ".swagger-ui .info", "/redoc": "text=Download OpenAPI specification"}
 RUNS = 60
 READY_JS = """() => {
   const fcp = performance.getEntriesByName('first-contentful-paint')[0];
@@ -95,12 +96,13 @@ def main() -> None:
                background=False)
     try:
         pid, run_id = build(k, args.size)
-        pages = {"search": "#/search?q=compress+files", "protocols": "#/protocols",
+        pages = {"home": "#/", "search": "#/search?q=compress+files", "protocols": "#/protocols",
                  "protocols (sorted by runs)": "#/protocols?sort=runs",
                  "protocol": f"#/protocol/{pid}", "editor": "#/editor", "runs": "#/runs",
                  "run": f"#/run/{run_id}", "guided run": f"#/go/{pid}",
                  "entries": "#/entries?type=experience", "quality": "#/quality",
-                 "docs": "/docs", "baseline: one-line HTML page": "/ui/blank"}
+                 "docs": "/docs", "redoc": "/redoc",
+                 "baseline: one-line HTML page": "/ui/blank"}
         report: dict[str, Any] = {"protocols": k.browse_protocols(limit=1)["total"],
                                   "embedder": "none", "loads": args.loads, "pages": {}}
         with serve_in_thread(create_app(k)) as base, browser() as b:
@@ -117,7 +119,7 @@ def main() -> None:
                         page.goto(f"data:text/html,<p>{base}</p>")
                     else:
                         page.goto(f"{base}{target}")
-                        page.wait_for_selector(".swagger-ui .info")
+                        page.wait_for_selector(DOCS_READY[target])
                     page.wait_for_function("performance.getEntriesByName("
                                            "'first-contentful-paint').length > 0")
                     got = page.evaluate(READY_JS)

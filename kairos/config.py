@@ -8,6 +8,8 @@ was expected), before any command does anything.
 
 from __future__ import annotations
 
+import difflib
+import importlib.util
 import os
 import tomllib
 from dataclasses import dataclass, field
@@ -33,6 +35,7 @@ DEFAULTS: dict[str, Any] = {
     "workers": 1,
     "api_tokens": "",
     "tokens_file": "",
+    "run_idle_minutes": 1440,
     **setting_defaults(),  # max_body_bytes, max_steps, ...: see kairos/domain/limits.py
 }
 
@@ -50,6 +53,7 @@ EXPECTED: dict[str, str] = {
     "workers": "an integer from 1 to 64",
     "api_tokens": "token:space,…",
     "tokens_file": "a file path",
+    "run_idle_minutes": "an integer from 0 (runs never expire) to 525600 (a year)",
     **dict.fromkeys(setting_defaults(), "a positive integer"),
 }
 
@@ -72,6 +76,7 @@ class _Values(BaseModel):
     workers: int = Field(ge=1, le=64)
     api_tokens: str
     tokens_file: str
+    run_idle_minutes: int = Field(ge=0, le=525600)
     # the limits of kairos/domain/limits.py
     max_body_bytes: int = Field(ge=1)
     max_document_bytes: int = Field(ge=1)
@@ -81,6 +86,52 @@ class _Values(BaseModel):
     max_message_chars: int = Field(ge=1)
     max_json_depth: int = Field(ge=1)
     max_inflight: int = Field(ge=1)
+
+
+#: KAIROS_* variables that are read outside the settings (by the MCP forwarder, the error
+#: handler, the test suite and the benchmarks): not warned about as unknown.
+OTHER_VARIABLES = frozenset({
+    "KAIROS_CONFIG", "KAIROS_TOKEN", "KAIROS_SESSION_ID", "KAIROS_TRACEBACK",
+    "KAIROS_TEST_DATABASE_URL", "KAIROS_FUZZ_EXAMPLES", "KAIROS_KILL9_ROUNDS",
+    "KAIROS_RACE_TRIALS", "KAIROS_CHROMIUM", "KAIROS_BENCH_CODE"})
+
+
+def unknown_variables(env: dict[str, str] | None = None) -> list[str]:
+    """One warning per ``KAIROS_*`` variable that is not a setting (a typo is ignored, so
+    say so), naming the setting it most resembles."""
+    env = dict(os.environ) if env is None else env
+    known = [f"KAIROS_{key.upper()}" for key in DEFAULTS]
+    warnings = []
+    for name in sorted(env):
+        if not name.startswith("KAIROS_") or name in OTHER_VARIABLES or name in known:
+            continue
+        close = difflib.get_close_matches(name, known, n=1, cutoff=0.8)
+        hint = f"; did you mean {close[0]}?" if close else ""
+        warnings.append(f"{name} is not a KAIROS setting (ignored){hint}")
+    return warnings
+
+
+def _redacted(url: str) -> str:
+    """A database URL without its password."""
+    scheme, sep, rest = url.partition("://")
+    user, at, host = rest.rpartition("@")
+    return f"{scheme}{sep}{user.split(':')[0]}:***@{host}" if at else url
+
+
+def _environment_problems(checked: dict[str, Any], sources: dict[str, str]) -> list[str]:
+    """What the values ask of this machine: a data directory that can be one, and the
+    PostgreSQL driver when a PostgreSQL URL is set."""
+    problems = []
+    home = Path(str(checked["home"])).expanduser()
+    if home.exists() and not home.is_dir():
+        problems.append(f"{source_name('home', sources['home'])}={str(checked['home'])!r}: "
+                        "expected a directory, but it is a file")
+    url = str(checked["database_url"])
+    if url.startswith("postgres") and importlib.util.find_spec("psycopg") is None:
+        problems.append(f"{source_name('database_url', sources['database_url'])}="
+                        f"{_redacted(url)!r}: PostgreSQL needs its driver; install it with "
+                        "pip install -e '.[postgres]' (or pip install 'psycopg[binary]')")
+    return problems
 
 
 class ConfigError(ValueError):
@@ -169,10 +220,12 @@ def load_settings(env: dict[str, str] | None = None, toml_path: Path | None = No
             key = str(error["loc"][0]) if error["loc"] else "?"
             problems.append(f"{source_name(key, sources.get(key, 'default'))}="
                             f"{raw.get(key)!r}: expected {EXPECTED.get(key, error['msg'])}")
+    if not problems:
+        problems = _environment_problems(checked, sources)
     if problems:
         raise ConfigError(problems)
     return Settings(checked, sources)
 
 
-__all__ = ["DEFAULTS", "EXPECTED", "ConfigError", "Settings", "config_path", "load_settings",
-           "source_name"]
+__all__ = ["DEFAULTS", "EXPECTED", "OTHER_VARIABLES", "ConfigError", "Settings", "config_path",
+           "load_settings", "source_name", "unknown_variables"]

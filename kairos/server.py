@@ -86,6 +86,15 @@ def uvicorn_options() -> dict[str, Any]:
             "http": "httptools" if has("httptools") else "h11"}
 
 
+def serve_banner(bind: str, port: int) -> str:
+    """The line that says the server is ready and where each of its surfaces is; a
+    wildcard address is named by the machine's host name, which a browser can open."""
+    host = socket.gethostname() if bind in ("0.0.0.0", "::", "") else bind
+    base = f"http://{f'[{host}]' if ':' in host else host}:{port}"
+    return (f"KAIROS on {base}: web UI {base}/, MCP {base}/mcp, REST {base}/api/v1, "
+            f"docs {base}/docs")
+
+
 def serve_http(settings: Settings, service: Callable[[], Kairos], *, stateless: bool,
                log_level: str, say: Callable[[str], None]) -> None:
     """Serve MCP and REST in ``settings.workers`` processes (KAIROS_WORKERS, --workers)."""
@@ -108,8 +117,7 @@ def serve_http(settings: Settings, service: Callable[[], Kairos], *, stateless: 
             say(f"No API tokens configured: listening on {bind} only, without "
                 "authentication. Set KAIROS_API_TOKENS or KAIROS_TOKENS_FILE to serve a "
                 "network.")
-        base = f"http://{bind}:{port}"
-        banner = f"KAIROS on {base}: MCP {base}/mcp, REST {base}/api/v1, docs {base}/docs"
+        banner = serve_banner(bind, port)
         run = partial(_serve, service, tokens, bind, port, stateless=stateless,
                       log_level=log_level)
         if workers == 1:

@@ -1,6 +1,7 @@
-"""Screenshots of the web UI for the README: a temporary store with the examples minted,
-runs made and an entry written, served on a loopback port and shot with Debian's chromium
-(1280×800, one at phone width, one dark) into docs/screenshots/.
+"""Screenshots of every page of the web UI for the README, at 1280×800 and at 390 px,
+light and dark (``tests/web/pages.py`` lists them): a temporary store is seeded, served
+on a loopback port and shot with Debian's chromium into docs/screenshots/, with an index
+(docs/screenshots/README.md). tests/web/test_screenshots.py checks the same pages.
 
     .venv/bin/python scripts/screenshots.py
 """
@@ -18,72 +19,45 @@ from kairos.api import create_app  # noqa: E402
 from kairos.config import load_settings  # noqa: E402
 from kairos.service import Kairos  # noqa: E402
 from tests.web.harness import browser, serve_in_thread  # noqa: E402
+from tests.web.pages import PAGES, SIZES, THEMES, TOKENS, all_files, file_name, seed, shots  # noqa: E402
 
 OUT = ROOT / "docs" / "screenshots"
 
 
-def answer(challenge: dict, ok: bool = True) -> dict:
-    body = {"shell": {"exit_code": 0 if ok else 1, "stdout": "done"},
-            "mcp": {"success": True, "result": "ok"},
-            "user_input": {"confirmation": "yes"},
-            "comment": {"text": "Checked the result by hand and it looks right to me."}}
-    kind = challenge["type"]
-    return {"type": kind, "nonce": challenge["nonce"], "proof_hash": challenge["proof_hash"],
-            kind: body[kind]}
-
-
-def seed(k: Kairos) -> tuple[str, str]:
-    uris = []
-    for path in sorted((ROOT / "examples").glob("*.md")):
-        uris.extend(item["uri"] for item in k.mint(path.read_text("utf-8"))["items"])
-    first = uris[0]
-    steps = [s["uri"] for s in k.dump(first, protocol=True)["steps"]]
-    run_id = ""
-    for n in range(4):
-        r = k.begin(first)
-        for uri in steps[1:]:
-            r = k.next(uri, answer(r["challenge"]))
-        done = k.attest(steps[-1], "failure" if n == 2 else "success", "release shipped",
-                        solution=answer(r["challenge"]))
-        run_id = run_id or done["run_id"]
-    k.write_entry({"entity_type": "experience", "category": "deployment",
-                   "title": "Drain the queue before deploying",
-                   "playbook": "Stop the workers and wait for the job queue to drain before "
-                               "a deployment, or jobs run twice."})
-    k.write_entry({"entity_type": "manual", "category": "operations",
-                   "title": "Release checklist", "summary": "What a release needs.",
-                   "content": "Tag, build, publish, announce. Each with its owner."})
-    return first.removeprefix("kairos://mem/"), run_id
+def index() -> str:
+    """docs/screenshots/README.md: every page, desktop then phone, light and dark."""
+    lines = ["# Screenshots of the web UI", "",
+             "Every page at 1280×800 and at 390 px wide, light and dark, made by "
+             "`scripts/screenshots.py` (`tests/web/test_screenshots.py` checks the same "
+             "pages).", ""]
+    for page in PAGES:
+        lines += [f"## {page.title}", "", "| " + " | ".join(
+            f"{size}, {theme}" for size in SIZES for theme in THEMES) + " |",
+            "|" + "---|" * (len(SIZES) * len(THEMES)),
+            "| " + " | ".join(f"![{page.title}, {size}, {theme}]({file_name(page, size, theme)})"
+                             for size in SIZES for theme in THEMES) + " |", ""]
+    return "\n".join(lines)
 
 
 def main() -> None:
     OUT.mkdir(parents=True, exist_ok=True)
-    home = tempfile.mkdtemp()
-    k = Kairos(load_settings(env={"KAIROS_HOME": home, "KAIROS_EMBEDDER": "none"}),
+    k = Kairos(load_settings(env={"KAIROS_HOME": tempfile.mkdtemp(), "KAIROS_EMBEDDER": "none"}),
                background=False)
+    refused: list[str] = []
     try:
-        pid, run_id = seed(k)
-        shots = [("search", "#/search?q=release", {}), ("protocol", f"#/protocol/{pid}", {}),
-                 ("editor", "#/editor", {}), ("runs", "#/runs", {}),
-                 ("run", f"#/run/{run_id}", {}), ("guided-run", f"#/go/{pid}", {}),
-                 ("entries", "#/entries?type=experience", {}),
-                 ("quality", f"#/quality?protocol={pid}", {}),
-                 ("protocol-phone", f"#/protocol/{pid}", {"width": 390, "height": 844}),
-                 ("run-dark", f"#/run/{run_id}", {"dark": True})]
-        with serve_in_thread(create_app(k)) as base, browser() as b:
-            for name, hash_path, opts in shots:
-                ctx = b.new_context(
-                    viewport={"width": opts.get("width", 1280), "height": opts.get("height", 800)},
-                    color_scheme="dark" if opts.get("dark") else "light")
-                page = ctx.new_page()
-                page.goto(f"{base}/{hash_path}")
-                page.wait_for_selector(f'main[data-ready="{hash_path.lstrip("#")}"]')
-                page.wait_for_timeout(400)
-                page.screenshot(path=str(OUT / f"{name}.png"))
-                ctx.close()
-                print(OUT / f"{name}.png")
+        ids = seed(k)
+        with serve_in_thread(create_app(k, tokens=TOKENS)) as base, browser() as b:
+            for page, size, theme, tab in shots(b, base, ids, refused):
+                path = OUT / file_name(page, size, theme)
+                tab.screenshot(path=str(path))
+                print(path)
     finally:
         k.close()
+    if refused:
+        raise SystemExit(f"requests off the host: {refused}")
+    for stale in set(p.name for p in OUT.glob("*.png")) - set(all_files()):
+        (OUT / stale).unlink()
+    (OUT / "README.md").write_text(index() + "\n", "utf-8")
 
 
 if __name__ == "__main__":

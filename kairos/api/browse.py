@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Query
 from pydantic import BaseModel, Field
 
-from ..domain import limits
+from ..domain import engine, limits
 from ..domain.requests import CATEGORY_CODES, URI_PATTERN, Validate
 from ..domain.texts import URI_PREFIX
 from .openapi import ERRORS
@@ -53,6 +53,7 @@ class OverviewStep(BaseModel):
     position: int
     label: str
     content: str
+    body: str = Field(description="The content without its challenge line or block.")
     challenge: dict[str, Any]
 
 
@@ -131,6 +132,31 @@ class RunPage(BaseModel):
     limit: int
     offset: int
     has_more: bool
+
+
+class HomeProtocols(BaseModel):
+    total: int
+    recent: list[ProtocolItem]
+
+
+class HomeRuns(BaseModel):
+    total: int
+    active: int
+    recent: list[RunItem]
+
+
+class HomeStore(BaseModel):
+    backend: str
+    home: str | None = Field(description="The data directory of an SQLite store.")
+
+
+class Home(BaseModel):
+    space: str
+    store: HomeStore
+    protocols: HomeProtocols
+    runs: HomeRuns
+    run_idle_minutes: int = Field(description="Active runs idle this long are abandoned "
+                                              "(0: never).")
 
 
 class RunStep(BaseModel):
@@ -234,10 +260,18 @@ def quality(step_id: StepId, c: C) -> Any:
     return c.kairos.protocol_quality(URI_PREFIX + step_id, c.caller)
 
 
+@router.get("/home", response_model=Home,
+            summary="The newest protocols and runs of the space, and the store it is in")
+def home(c: C) -> Any:
+    return c.kairos.home(c.caller)
+
+
 @router.get("/runs/list", response_model=RunPage,
             summary="List runs, a page at a time, with whether each is proven")
 def list_runs(c: C, limit: Limit = 20, offset: Offset = 0,
-              status: Literal["active", "completed", "finished"] | None = None,
+              status: Annotated[str | None, Query(
+                  max_length=16, json_schema_extra={"enum": list(engine.RUN_STATUSES)},
+                  description="Only runs in this state.")] = None,
               protocol: Annotated[str | None, Query(
                   description="Only runs of this protocol (any step URI).",
                   json_schema_extra={"pattern": URI_PATTERN})] = None) -> Any:

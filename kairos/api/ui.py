@@ -1,6 +1,10 @@
 """The web UI at ``/`` (files shipped in ``kairos/web/static``) and the API docs at
 ``/docs`` and ``/redoc`` with their Swagger UI and ReDoc assets from the installed
-``fastapi-offline`` package: nothing is loaded from the internet."""
+``fastapi-offline`` package: nothing is loaded from the internet.
+
+ReDoc's bundle shows its vendor's logo from a CDN: it is served with that address
+replaced by an empty inline image. The three pages also carry a Content-Security-Policy
+that keeps every request on this host, whatever a bundle or a stored text links to."""
 
 from __future__ import annotations
 
@@ -9,7 +13,7 @@ from pathlib import Path
 
 from fastapi import FastAPI
 from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
-from fastapi.responses import HTMLResponse
+from fastapi.responses import HTMLResponse, Response
 from fastapi.staticfiles import StaticFiles
 
 UI_PREFIX = "/ui"
@@ -27,6 +31,15 @@ def docs_dir() -> Path:
 
 
 STYLESHEET = '<link rel="stylesheet" href="/ui/app.css">'
+REDOC_JS = "redoc.standalone.js"
+REDOC_LOGO = "https://cdn.redoc.ly/redoc/logo-mini.svg"
+EMPTY_IMAGE = "data:image/svg+xml,%3Csvg%20xmlns='http://www.w3.org/2000/svg'/%3E"
+#: Scripts, styles, images, fonts, workers and API calls from this host only (inline
+#: scripts and styles are the pages' own: the theme switch, Swagger's and ReDoc's set-up).
+SAME_HOST = {"Content-Security-Policy": (
+    "default-src 'self'; script-src 'self' 'unsafe-inline'; style-src 'self' 'unsafe-inline'; "
+    "img-src 'self' data:; font-src 'self' data:; worker-src 'self' blob:; "
+    "connect-src 'self'; frame-ancestors 'self'; base-uri 'self'; form-action 'self'")}
 
 
 def shell_html(static: Path) -> str:
@@ -36,32 +49,44 @@ def shell_html(static: Path) -> str:
     return html.replace(STYLESHEET, f"<style>\n{css}</style>")
 
 
+def _same_host(page: HTMLResponse) -> HTMLResponse:
+    page.headers.update(SAME_HOST)
+    return page
+
+
 def mount_ui(app: FastAPI) -> None:
     """Serve the UI shell, its assets and the offline API docs on ``app``."""
     static = ui_dir()
     shell = shell_html(static)
+    redoc_js = (docs_dir() / REDOC_JS).read_text("utf-8").replace(REDOC_LOGO, EMPTY_IMAGE)
+
+    @app.get(f"{DOCS_ASSETS}/{REDOC_JS}", include_in_schema=False)
+    def redoc_bundle() -> Response:  # matched before the static mount below
+        return Response(redoc_js, media_type="text/javascript",
+                        headers={"Cache-Control": "public, max-age=86400"})
+
     app.mount(UI_PREFIX, StaticFiles(directory=static), name="ui")
     app.mount(DOCS_ASSETS, StaticFiles(directory=docs_dir()), name="docs-assets")
 
     @app.get("/", include_in_schema=False)
     def index() -> HTMLResponse:
-        return HTMLResponse(shell, headers={"Cache-Control": "no-cache"})
+        return HTMLResponse(shell, headers={"Cache-Control": "no-cache", **SAME_HOST})
 
     @app.get("/docs", include_in_schema=False)
     def swagger() -> HTMLResponse:
-        return get_swagger_ui_html(
+        return _same_host(get_swagger_ui_html(
             openapi_url=app.openapi_url or "/openapi.json", title="KAIROS API",
             swagger_js_url=f"{DOCS_ASSETS}/swagger-ui-bundle.js",
             swagger_css_url=f"{DOCS_ASSETS}/swagger-ui.css",
             swagger_favicon_url=f"{UI_PREFIX}/favicon.svg",
-            swagger_ui_parameters={"validatorUrl": None})
+            swagger_ui_parameters={"validatorUrl": None}))
 
     @app.get("/redoc", include_in_schema=False)
     def redoc() -> HTMLResponse:
-        return get_redoc_html(openapi_url=app.openapi_url or "/openapi.json",
-                              title="KAIROS API", redoc_js_url=f"{DOCS_ASSETS}/redoc.standalone.js",
-                              redoc_favicon_url=f"{UI_PREFIX}/favicon.svg",
-                              with_google_fonts=False)
+        return _same_host(get_redoc_html(
+            openapi_url=app.openapi_url or "/openapi.json", title="KAIROS API",
+            redoc_js_url=f"{DOCS_ASSETS}/redoc.standalone.js",
+            redoc_favicon_url=f"{UI_PREFIX}/favicon.svg", with_google_fonts=False))
 
 
 __all__ = ["DOCS_ASSETS", "UI_PREFIX", "mount_ui"]

@@ -30,9 +30,11 @@ from typer.core import TyperCommand, TyperGroup
 
 from .. import version
 from ..config import ConfigError
-from ..domain.errors import KairosError
+from ..domain.errors import KairosError, ValidationError
 from . import output as out
+from . import prompts
 from .output import CliError
+from .table import Col, day, short_id, when
 
 if TYPE_CHECKING:
     from typer._click import Context, HelpFormatter, Parameter
@@ -61,8 +63,6 @@ PROOF OF WORK: comment min_length=20
 MANY_FILES = 3  # from this many files on, mint shows a progress bar
 MINT_BATCH = 32  # files minted per pass of the embedding model
 SECRET_SETTINGS = {"openai_api_key", "api_tokens"}
-OTHER_VARIABLES = {"KAIROS_CONFIG", "KAIROS_TOKEN", "KAIROS_SESSION_ID", "KAIROS_TRACEBACK",
-                   "KAIROS_TEST_DATABASE_URL"}  # read outside the settings
 LOG_LEVELS = ("critical", "error", "warning", "info", "debug", "trace")
 
 
@@ -75,6 +75,10 @@ def _param_name(param: Parameter) -> str:
 class Command(TyperCommand):
     """Plain help: ``URI`` rather than ``{uri}``, ``--port PORT`` rather than
     ``--port <int>``, flags without a placeholder, defaults written as ``[default: …]``."""
+
+    def invoke(self, ctx: Context) -> Any:
+        _state["params"] = {p.name for p in self.params if p.name}
+        return super().invoke(ctx)
 
     def collect_usage_pieces(self, ctx: Context) -> list[str]:
         pieces = [self.options_metavar] if self.options_metavar else []
@@ -125,7 +129,7 @@ class Group(TyperGroup):
     def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,
              complete_var: str | None = None, standalone_mode: bool = True,
              windows_expand_args: bool = True, **extra: Any) -> Any:
-        _state["json"] = False
+        _state["json"], _state["params"] = False, set()
         try:
             code = super().main(args=args, prog_name=prog_name or "kairos",
                                 complete_var=complete_var, standalone_mode=False,
@@ -148,7 +152,7 @@ class Group(TyperGroup):
                 out.as_json(exc.to_dict())
             where = f" (line {exc.line})" if exc.line else ""
             out.error(f"{exc.message}{where} [{exc.code}]")
-            code = 1
+            code = 2 if _is_usage(exc) else 1
         except CliError as exc:
             out.error(exc.message)
             code = exc.code
@@ -168,7 +172,15 @@ class Group(TyperGroup):
         return code
 
 
-_state: dict[str, Any] = {"json": False}
+_state: dict[str, Any] = {"json": False, "warned": False, "params": set()}
+
+
+def _is_usage(exc: KairosError) -> bool:
+    """Whether the error is about what was typed: a value the command line gave (a URI,
+    a run id, a status, a query) that the service refused as malformed."""
+    field = (exc.field or "").split(".")[0].split("[")[0]
+    return isinstance(exc, ValidationError) and bool(
+        {field, field + "s"} & set(_state["params"]))
 
 
 def _json_mode(enabled: bool) -> bool:
@@ -204,13 +216,21 @@ def command(name: str | None = None) -> Any:
 # --- shared ------------------------------------------------------------------------------
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print the result as JSON.")]
+URI_HELP = "A step URI, kairos://mem/<uuid>, or the id a table shows (its first 8 characters)."
+RUN_ID_HELP = "The run id, or its first 8 characters as `kairos runs` shows them."
 
 
-def _settings(**overrides: Any) -> Settings:
-    """The configuration, validated (a bad key or value exits 2 naming it)."""
-    from ..config import load_settings
+def _settings(*, warn: bool = True, **overrides: Any) -> Settings:
+    """The configuration, validated (a bad key or value exits 2 naming it); a
+    ``KAIROS_*`` variable that is no setting (a typo) is named on stderr, once."""
+    from ..config import load_settings, unknown_variables
 
-    return load_settings(**overrides)
+    settings = load_settings(**overrides)
+    if warn and not _state["warned"]:
+        _state["warned"] = True
+        for warning in unknown_variables():
+            out.note(f"warning: {warning}")
+    return settings
 
 
 def _service(settings: Settings | None = None, *, background: bool = False) -> Kairos:
@@ -237,9 +257,14 @@ def _using(settings: Settings | None = None) -> Iterator[Kairos]:
         k.close()
 
 
-def _when(stamp: str | None) -> str:
-    """An ISO timestamp to the minute, as a table shows it."""
-    return (stamp or "")[:16].replace("T", " ")
+def _uri(k: Kairos, text: str) -> str:
+    """A step URI from what a person typed: the URI, or the short id a table shows."""
+    return str(k.expand_id(text, "step", _caller(k)))
+
+
+def _run_id(k: Kairos, text: str) -> str:
+    """A run id from the whole id or the short one a table shows."""
+    return str(k.expand_id(text, "run", _caller(k)))
 
 
 def _read(path: Path) -> str:
@@ -392,81 +417,98 @@ def demo(as_json: JsonFlag = False) -> None:
         out.as_json({"calls": calls})
 
 
-def _answer(challenge: dict[str, Any], step: dict[str, Any], assume_yes: bool
-            ) -> dict[str, Any] | None:
+def _answer(challenge: dict[str, Any], assume_yes: bool) -> dict[str, Any] | None:
     """A solution for the challenge shown, asked at the terminal or (``--yes``) the answer
     of a step that went well; None when the person declines a confirmation. KAIROS never
-    runs the command itself."""
+    runs the command itself. Raises ``prompts.NoInput`` when stdin has ended."""
     kind = challenge["type"]
     base = {"type": kind, "nonce": challenge["nonce"], "proof_hash": challenge["proof_hash"]}
     if kind == "shell":
-        code = 0 if assume_yes else typer.prompt(
-            f"Run `{challenge['shell']['cmd']}` yourself; its exit code", type=int, default=0,
-            err=True)
+        code = 0 if assume_yes else prompts.number(
+            f"Run `{challenge['shell']['cmd']}` yourself; its exit code", 0)
         return {**base, "shell": {"exit_code": code, "stdout": "", "stderr": ""}}
     if kind == "mcp":
-        ok = assume_yes or typer.confirm(
-            f"Did the MCP tool {challenge['mcp']['tool_name']} succeed?", default=True,
-            err=True)
+        ok = assume_yes or prompts.confirm(
+            f"Did the MCP tool {challenge['mcp']['tool_name']} succeed?", True)
         return {**base, "mcp": {"tool_name": challenge["mcp"]["tool_name"], "success": ok,
                                 "arguments": {}, "result": None}}
-    if kind == "user_input":
-        if not (assume_yes or typer.confirm(challenge["user_input"]["prompt"], default=False,
-                                            err=True)):
+    if kind == "user_input":  # "no" ends the run: Enter alone asks again
+        if not (assume_yes or prompts.confirm(challenge["user_input"]["prompt"], None)):
             return None
         return {**base, "user_input": {"confirmation": "yes"}}
     stamp = time.strftime("%Y-%m-%d %H:%M:%S")
     text = (f"Answered by kairos run --yes at {stamp}, without a person checking the step."
-            if assume_yes else typer.prompt(challenge["description"], err=True))
+            if assume_yes else prompts.text(challenge["description"]))
     return {**base, "comment": {"text": text}}
+
+
+def _refused_three_times(challenge: dict[str, Any], step_uri: str, message: str) -> str:
+    """Why the run stopped after three refused answers, and what to do next: a command or
+    a tool that kept failing is fixed where it runs; a refused comment or confirmation
+    says more next time; the step itself is changed only when its challenge is wrong."""
+    kind = challenge["type"]
+    if kind == "shell":
+        return (f"`{challenge['shell']['cmd']}` failed three times ({message}); fix what "
+                "makes it fail, then start a new run")
+    if kind == "mcp":
+        return (f"the MCP tool {challenge['mcp']['tool_name']} failed three times "
+                f"({message}); fix it, then start a new run")
+    return (f"the answer was refused three times ({message}); if the step asks for the "
+            f"wrong thing: kairos dump {step_uri} > step.md, edit it, kairos update "
+            f"{step_uri} step.md")
 
 
 @command()
 def run(
     uri: Annotated[str, typer.Argument(metavar="URI",
-                                       help="Step 1 of a protocol (kairos://mem/<uuid>).")],
+                                       help="Step 1 of a protocol (kairos://mem/<uuid>), or "
+                                            "its id as `kairos list` shows it.")],
     yes: Annotated[bool, typer.Option("--yes", help="Answer every challenge as a step "
                                                     "that went well (no prompts).")] = False,
     as_json: JsonFlag = False,
 ) -> None:
     """Walk a protocol in the terminal: each step, its challenge, your answer.
 
-    Declining a confirmation aborts the run. After three refused answers to a step you
-    may try again or abort. With --json the walk is shown on stderr and the outcome and
-    its verification are printed as JSON."""
+    Declining a confirmation aborts the run (Enter alone asks again). After three refused
+    answers to a step you may try again or abort. When stdin ends before every step is
+    answered, the run is recorded as abandoned. With --json the walk is shown on stderr
+    and the outcome and its verification are printed as JSON."""
     from ..domain.texts import MAX_RETRIES_EXCEEDED
 
     _json_mode(as_json)
     say = out.note if as_json else out.line
     with _using() as k:
         caller = _caller(k)
+        uri = _uri(k, uri)
         response = k.begin(uri, caller)
         whole = k.dump(uri, caller, protocol=True)
         steps = [s["uri"] for s in whole["steps"]]
         labels = [s["label"] for s in whole["steps"]]
         run_id = k.run_of_nonce(response["challenge"]["nonce"], caller)["run_id"]
-        say(f"Run {run_id}: {whole['chain_label']} ({len(steps)} steps)")
+        ids: Callable[[str], str] = short_id if out.is_terminal() else str
+        say(f"Run {ids(run_id)}: {whole['chain_label']} ({len(steps)} steps)")
+        index, last_refusal = 0, ""
         try:
             while True:
                 step, challenge = response["current_step"], response["challenge"]
                 index = steps.index(step["uri"])
                 say("")
-                say(f"Step {index + 1}/{len(steps)}: {labels[index]}  ({step['uri']})")
+                say(f"Step {index + 1}/{len(steps)}: {labels[index]}  ({ids(step['uri'])})")
                 say(step["content"].strip())
                 if response.get("error_code") == MAX_RETRIES_EXCEEDED:
                     say(f"This step's answer was refused {response['retry_count']} times.")
-                    if yes or not typer.confirm("Try again?", default=False, err=True):
+                    if yes or not prompts.confirm("Try again?", None):
                         k.abort_run(run_id, caller,
                                     f"Aborted from the command line at step {index + 1} after "
                                     f"{response['retry_count']} refused answers.")
-                        raise CliError(
-                            f"run {run_id} aborted at step {index + 1}; to fix the step: "
-                            f"kairos dump {step['uri']} > step.md, edit it, "
-                            f"kairos update {step['uri']} step.md")
+                        raise CliError(f"run {run_id} aborted at step {index + 1}: "
+                                       + _refused_three_times(challenge, step["uri"],
+                                                              last_refusal))
                 elif response.get("error_code"):
+                    last_refusal = response["message"]
                     say(f"Not accepted: {response['message']}")
                 say(f"Challenge: {challenge['description']}")
-                solution = _answer(challenge, step, yes)
+                solution = _answer(challenge, yes)
                 if solution is None:
                     k.abort_run(run_id, caller, f"Declined at step {index + 1}: "
                                                 f"{challenge['user_input']['prompt']}")
@@ -480,10 +522,16 @@ def run(
                 if "run_id" in done:
                     break
                 response = done  # the last answer was refused: the same step, a fresh challenge
-        except (KeyboardInterrupt, typer.Abort) as exc:
+        except prompts.NoInput:
+            closed = k.abandon_run(run_id, f"Abandoned: the terminal's input ended at step "
+                                           f"{index + 1}.", caller)
+            state = ("recorded as abandoned" if closed else
+                     "left completed (its last step is not proven)")
+            raise CliError(f"no input left to answer step {index + 1} (stdin ended): run "
+                           f"{run_id} {state}; answer at a terminal, or pass --yes") from None
+        except KeyboardInterrupt:
             raise CliError(f"interrupted; run {run_id} is still active (`kairos abort "
-                           f"{run_id}` ends it)",
-                           130 if isinstance(exc, KeyboardInterrupt) else 1) from None
+                           f"{short_id(run_id)}` ends it)", 130) from None
         verified = k.verify_run(done["run_id"], caller)
     if as_json:
         out.as_json({"attestation": done, "verification": verified})
@@ -495,37 +543,51 @@ def run(
         raise CliError(f"the proof chain of run {done['run_id']} is broken")
 
 
+#: What mint prints per protocol: its URI (short at a terminal), stored or updated, step
+#: count, title.
+MINTED = (Col("id", short_id), Col("result"), Col("steps", right=True),
+          Col("protocol", flex=True))
+STDIN = Path("-")
+
+
 @command()
 def mint(
-    path: Annotated[Path, typer.Argument(metavar="FILE|DIR",
-                                         help="A markdown file, or a directory of them.")],
+    path: Annotated[Path, typer.Argument(
+        metavar="FILE|DIR", help="A markdown file, a directory of them, or - for stdin.")],
     force: Annotated[bool, typer.Option("--force", help="Replace same titles.")] = False,
     as_json: JsonFlag = False,
 ) -> None:
-    """Mint a markdown file (or every .md file in a directory) as protocols.
+    """Mint a markdown file (or every .md file in a directory, or stdin) as protocols.
 
     Prints one line per protocol: URI, stored or updated, step count, title."""
     _json_mode(as_json)
-    if not path.exists():
+    if path != STDIN and not path.exists():
         raise CliError(f"{path}: no such file or directory", 2)
     files = sorted(path.glob("**/*.md")) if path.is_dir() else [path]
     failed = 0
     results: list[dict[str, Any]] = []
+    shown: list[list[Any]] = []
 
     def report(file: Path, result: dict[str, Any] | KairosError) -> None:
         nonlocal failed
+        name = "<stdin>" if file == STDIN else str(file)
         if isinstance(result, KairosError):
             failed += 1
-            results.append({"file": str(file), "error": result.to_dict()})
+            results.append({"file": name, "error": result.to_dict()})
             where = f":{result.line}" if result.line else ""
             message = result.message.replace("Pass force_update=true", "Pass --force")
-            out.error(f"{file}{where}: {message} [{result.code}]")
+            out.error(f"{name}{where}: {message} [{result.code}]")
             return
-        results.append({"file": str(file), **result})
-        if not as_json:
-            for item in result["items"]:
-                out.row(item["uri"], "updated" if item.get("updated") else "stored",
-                        f"{item['step_count']} steps", item["chain_label"])
+        results.append({"file": name, **result})
+        for item in result["items"]:
+            cells = [item["uri"], "updated" if item.get("updated") else "stored",
+                     f"{item['step_count']} steps", item["chain_label"]]
+            if as_json:
+                continue
+            if out.is_terminal():
+                shown.append(cells)  # one table once all are minted
+            else:
+                out.row(*cells)  # a line as soon as it is stored
 
     settings = _settings()
     with _using(settings) as k:
@@ -537,11 +599,11 @@ def mint(
             readable: list[tuple[Path, str]] = []
             for file in chunk:
                 try:
-                    readable.append((file, file.read_text("utf-8")))
-                except (OSError, UnicodeDecodeError) as exc:
+                    readable.append((file, _read(file)))
+                except CliError as exc:
                     failed += 1
-                    results.append({"file": str(file), "error": {"message": str(exc)}})
-                    out.error(f"{file}: cannot read ({exc})")
+                    results.append({"file": str(file), "error": {"message": exc.message}})
+                    out.error(exc.message)
             minted = k.mint_many([doc for _, doc in readable], caller, force_update=force)
             for (file, _), result in zip(readable, minted, strict=True):
                 report(file, result)
@@ -559,11 +621,18 @@ def mint(
         else:
             for chunk in chunks:
                 batch(chunk)
+    if shown:
+        out.table(MINTED, shown)
     if as_json:
         out.as_json({"results": results, "minted": len(files) - failed, "failed": failed})
     out.note(f"{len(files) - failed} of {len(files)} file(s) minted.")
     if failed:
         raise typer.Exit(1)
+
+
+#: What search prints per choice: role, score, URI (short at a terminal), title.
+CHOICES = (Col("role"), Col("score", right=True), Col("id", short_id),
+           Col("protocol", flex=True))
 
 
 @command()
@@ -586,26 +655,32 @@ def search(
     out.note(result["message"])
     if result.get("degraded"):
         out.note(f"note: {result['provider_hint']}")
-    out.table(["role", "score", "uri", "protocol"],
-              [[c["role"], "" if c["score"] is None else f"{c['score']:.2f}", c["uri"],
-                c["chain_label"] or c["label"]] for c in result["choices"]], no_wrap=["uri"])
+    out.table(CHOICES, [[c["role"], "" if c["score"] is None else f"{c['score']:.2f}",
+                         c["uri"], c["chain_label"] or c["label"]] for c in result["choices"]])
 
 
 @command()
 def dump(
-    uri: Annotated[str, typer.Argument(metavar="URI", help="A step URI, kairos://mem/<uuid>.")],
+    uri: Annotated[str, typer.Argument(metavar="URI", help=URI_HELP)],
     protocol: Annotated[bool, typer.Option("--protocol", help="The whole protocol.")] = False,
     as_json: JsonFlag = False,
 ) -> None:
     """Show one step, or the whole protocol as markdown (what `mint --force` reads back)."""
     _json_mode(as_json)
     with _using() as k:
-        result = k.dump(uri, _caller(k), protocol=protocol)
+        result = k.dump(_uri(k, uri), _caller(k), protocol=protocol)
     if as_json:
         out.as_json(result)
         return
     doc = result["markdown_doc"]
     out.write(doc if doc.endswith("\n") else doc + "\n")
+
+
+#: What list prints per protocol: URI (short at a terminal), step count, runs,
+#: successes, failures, last change, title.
+PROTOCOLS = (Col("id", short_id), Col("steps", right=True), Col("runs", right=True),
+             Col("ok", right=True), Col("failed", right=True), Col("updated", when, day),
+             Col("protocol", flex=True))
 
 
 @command("list")
@@ -633,10 +708,9 @@ def list_(
     if as_json:
         out.as_json(page)
         return
-    out.table(["uri", "steps", "runs", "ok", "failed", "updated", "protocol"],
-              [[p["uri"], p["step_count"], p["runs"], p["successes"], p["failures"],
-                _when(p["updated_at"]), p["chain_label"]] for p in page["items"]],
-              no_wrap=["uri"])
+    out.table(PROTOCOLS, [[p["uri"], p["step_count"], p["runs"], p["successes"],
+                           p["failures"], p["updated_at"], p["chain_label"]]
+                          for p in page["items"]])
     shown = len(page["items"])
     if page["has_more"]:
         out.note(f"{offset + 1}–{offset + shown} of {page['total']}; next page: "
@@ -647,7 +721,7 @@ def list_(
 
 @command()
 def update(
-    uri: Annotated[str, typer.Argument(metavar="URI", help="The step to change.")],
+    uri: Annotated[str, typer.Argument(metavar="URI", help=URI_HELP)],
     file: Annotated[Path, typer.Argument(
         metavar="FILE", help="The step's new markdown (- for stdin), optionally starting "
                              "with `## New label`; `kairos dump URI` writes the current one.")],
@@ -660,29 +734,34 @@ def update(
     _json_mode(as_json)
     text = _read(file)
     with _using() as k:
-        result = k.update(uri, _caller(k), markdown_doc=text)
-    _report_batch(result, as_json, "updated", lambda r: (
-        _challenge_text({"type": r["challenge"]["type"], **r["challenge"]}), r["label"]))
+        result = k.update(_uri(k, uri), _caller(k), markdown_doc=text)
+    _report_batch(result, as_json, "updated", (Col("challenge"), Col("step", flex=True)),
+                  lambda r: (_challenge_text({"type": r["challenge"]["type"],
+                                              **r["challenge"]}), r["label"]))
 
 
-def _report_batch(result: dict[str, Any], as_json: bool, done: str,
+def _report_batch(result: dict[str, Any], as_json: bool, done: str, cols: tuple[Col, ...],
                   cells: Callable[[dict[str, Any]], tuple[str, ...]]) -> None:
-    """A batch's results (update, delete): a line per uri, errors on stderr, exit 1 when
-    any failed."""
+    """A batch's results (update, delete): a row per uri (``cols`` after the URI and the
+    result), errors on stderr, exit 1 when any failed."""
     if as_json:
         out.as_json(result)
+    rows = []
     for r in result["results"]:
         if r["status"] != done:
             out.error(f"{r['uri']}: {r['message']} [{r['error_code']}]")
-        elif not as_json:
-            out.row(r["uri"], done, *cells(r))
+        else:
+            rows.append([r["uri"], done, *cells(r)])
+    if rows and not as_json:
+        out.table((Col("id", short_id), Col("result"), *cols), rows)
     if result["total_failed"]:
         raise typer.Exit(1)
 
 
 @command()
 def delete(
-    uris: Annotated[list[str], typer.Argument(metavar="URI", help="Step URIs.")],
+    uris: Annotated[list[str], typer.Argument(
+        metavar="URI", help="Step URIs, or the ids a table shows.")],
     protocol: Annotated[bool, typer.Option(
         "--protocol", help="Delete the whole protocol each URI belongs to.")] = False,
     as_json: JsonFlag = False,
@@ -692,20 +771,20 @@ def delete(
     Deleting the only step of a protocol deletes the protocol."""
     _json_mode(as_json)
     with _using() as k:
-        result = k.delete(uris, _caller(k), protocol=protocol)
-    _report_batch(result, as_json, "deleted",
+        result = k.delete([_uri(k, u) for u in uris], _caller(k), protocol=protocol)
+    _report_batch(result, as_json, "deleted", (Col("removed", flex=True),),
                   lambda r: (f"{len(r['removed'])} step(s) removed",))
 
 
 # --- runs --------------------------------------------------------------------------------
 
 @command()
-def verify(run_id: Annotated[str, typer.Argument(metavar="RUN_ID", help="The run id.")],
+def verify(run_id: Annotated[str, typer.Argument(metavar="RUN_ID", help=RUN_ID_HELP)],
            as_json: JsonFlag = False) -> None:
     """Recompute a run's proof chain and report the first broken link."""
     _json_mode(as_json)
     with _using() as k:
-        result = k.verify_run(run_id, _caller(k))
+        result = k.verify_run(_run_id(k, run_id), _caller(k))
     if as_json:
         out.as_json(result)
     elif result["valid"]:
@@ -716,34 +795,41 @@ def verify(run_id: Annotated[str, typer.Argument(metavar="RUN_ID", help="The run
                        f"({broken['step_uri']}): {broken['reason']}")
 
 
+#: What runs prints per run: run id (short at a terminal), status, outcome, proven, step
+#: (of the step count), last change, protocol.
+RUNS = (Col("run", short_id), Col("status"), Col("outcome"), Col("proven"),
+        Col("step", right=True), Col("updated", when, day), Col("protocol", flex=True))
+
+
 @command()
 def runs(
     limit: Annotated[int, typer.Option(metavar="N", min=1, max=500,
                                        help="How many runs.")] = 20,
     status: Annotated[str | None, typer.Option(
-        metavar="STATUS", help="Only runs in this state: active, completed or finished.")
-    ] = None,
+        metavar="STATUS", help="Only runs in this state: active, completed, finished or "
+                               "abandoned.")] = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Recent runs with their outcome.
+    """Recent runs with their outcome and whether every step was proven.
 
-    Prints one line per run: run id, status, outcome, step (of the step count), last
-    change, protocol."""
+    Prints one line per run: run id, status, outcome, proven (yes or no), step (of the
+    step count), last change, protocol. Runs idle past KAIROS_RUN_IDLE_MINUTES are
+    recorded as abandoned first."""
     _json_mode(as_json)
     with _using() as k:
+        k.expire_runs()
         listed = k.list_runs(_caller(k), limit=limit, status=status)
     if as_json:
         out.as_json(listed)
         return
-    out.table(["run", "status", "outcome", "step", "updated", "protocol"],
-              [[r["run_id"], r["status"], r["outcome"] or "-",
-                f"{r['step']}/{r['step_count']}", _when(r["updated_at"]), r["chain_label"] or "?"]
-               for r in listed["items"]], no_wrap=["run"])
+    out.table(RUNS, [[r["run_id"], r["status"], r["outcome"] or "-",
+                      "yes" if r["proven"] else "no", f"{r['step']}/{r['step_count']}",
+                      r["updated_at"], r["chain_label"] or "?"] for r in listed["items"]])
 
 
 @command()
 def abort(
-    run_id: Annotated[str, typer.Argument(metavar="RUN_ID", help="An active run's id.")],
+    run_id: Annotated[str, typer.Argument(metavar="RUN_ID", help=RUN_ID_HELP)],
     message: Annotated[str | None, typer.Option(
         metavar="TEXT", help="Why, for the record.")] = None,
     as_json: JsonFlag = False,
@@ -751,7 +837,7 @@ def abort(
     """Abort a run: it finishes with outcome failure at the step it was waiting on."""
     _json_mode(as_json)
     with _using() as k:
-        done = k.abort_run(run_id, _caller(k),
+        done = k.abort_run(_run_id(k, run_id), _caller(k),
                            message or "Aborted from the command line.")
     if as_json:
         out.as_json(done)
@@ -797,11 +883,12 @@ def _records(path: Path) -> Iterator[Any]:
                 continue
             try:
                 yield json.loads(text)
-            except json.JSONDecodeError as exc:
-                from ..domain.errors import ValidationError
+            except json.JSONDecodeError as exc:  # the file's content: a failure, not usage
+                from ..domain.errors import INVALID_INPUT
 
-                raise ValidationError("file", "one JSON object per line", line=n,
-                                      message=f"{path}:{n}: not JSON ({exc.msg}).") from None
+                raise KairosError(INVALID_INPUT, f"{path}:{n}: not JSON ({exc.msg}).",
+                                  field="file", expected="one JSON object per line",
+                                  line=n) from None
 
 
 @command("import")
@@ -870,17 +957,15 @@ def doctor(
     as_json: JsonFlag = False,
 ) -> None:
     """Check the configuration (each value and its source), data, model and index."""
-    from ..config import DEFAULTS, config_path
+    from ..config import config_path, unknown_variables
 
     _json_mode(as_json)
     path = config_path()
-    unknown = sorted(n for n in os.environ if n.startswith("KAIROS_") and n not in
-                     OTHER_VARIABLES and n[7:].lower() not in DEFAULTS)
-    warnings = [f"{n} is not a KAIROS setting (ignored)" for n in unknown]
+    warnings = unknown_variables()
     report: dict[str, Any] = {"config_file": str(path), "config_file_found": path.is_file(),
                               "warnings": warnings}
     try:
-        settings = _settings()
+        settings = _settings(warn=False)  # the report names them
     except ConfigError as exc:
         if as_json:
             out.as_json({**report, "status": "misconfigured", "problems": exc.problems})
@@ -927,7 +1012,7 @@ def doctor(
     if as_json:
         out.as_json(report)
     else:
-        out.table(["setting", "value", "source"],
+        out.table((Col("setting"), Col("value", flex=True), Col("source", flex=True)),
                   [[key, item["value"], item["source"]]
                    for key, item in report["settings"].items()])
         out.line(f"config file: {path} ({'read' if path.is_file() else 'absent'})")

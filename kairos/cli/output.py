@@ -1,8 +1,9 @@
 """How the command line writes: data on stdout, messages for people and errors on stderr.
 
-On a terminal, tables are drawn by rich. Anywhere else (a pipe, a file, a test runner)
-every line is written as is, never wrapped: a table becomes tab-separated rows without a
-header, and text such as a dumped protocol is written byte for byte.
+On a terminal, tables are fitted to the window (``table``). Anywhere else (a pipe, a
+file, a test runner) every line is written as is, never wrapped: a table becomes
+tab-separated rows without a header, and text such as a dumped protocol is written byte
+for byte.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ import json
 import sys
 from collections.abc import Sequence
 from typing import Any
+
+from .table import Col, cell, render
 
 
 class CliError(Exception):
@@ -51,31 +54,14 @@ def as_json(data: Any) -> None:
     write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
 
 
-def _cell(value: Any) -> str:
-    text = "" if value is None else str(value)
-    return " ".join(text.split()) if ("\t" in text or "\n" in text) else text
-
-
 def row(*cells: Any) -> None:
     """One record on one line: tab-separated in a pipe, two spaces apart on a terminal."""
-    line(("  " if is_terminal() else "\t").join(_cell(c) for c in cells))
+    line(("  " if is_terminal() else "\t").join(cell(c) for c in cells))
 
 
-def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *,
-          no_wrap: Sequence[str] = ()) -> None:
-    if not is_terminal():
-        for cells in rows:
-            line("\t".join(_cell(c) for c in cells))
-        return
-    from rich.console import Console
-    from rich.table import Column, Table
-    from rich.text import Text
-
-    columns = [Column(h, no_wrap=h in no_wrap) for h in headers]
-    grid = Table(*columns)
-    for cells in rows:
-        grid.add_row(*(Text(_cell(c)) for c in cells))
-    Console(highlight=False).print(grid)
+def table(cols: Sequence[Col], rows: Sequence[Sequence[Any]]) -> None:
+    """A table (``table.render``): fitted to the terminal, or tab-separated in a pipe."""
+    render(cols, rows, terminal=is_terminal(), write=write)
 
 
 __all__ = ["CliError", "as_json", "error", "is_terminal", "line", "note", "row", "table",

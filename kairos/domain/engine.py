@@ -25,6 +25,8 @@ from .proof import chain_hash
 ACTIVE = "active"          # steps remain to be proven through kairos_next
 COMPLETED = "completed"    # the last step is shown; kairos_attest may add its proof
 FINISHED = "finished"      # kairos_attest recorded the outcome
+ABANDONED = "abandoned"    # left idle past the expiry (service.expiry): no outcome, closed
+RUN_STATUSES = (ACTIVE, COMPLETED, FINISHED, ABANDONED)
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from ..store.db import Store
 from ..store.sessions import DbSessionStore
 from .browse import BrowseService
 from .entries import EntryService
+from .expiry import RunExpiry
 from .finding import ProtocolFinder
 from .listing import Listing
 from .ports import Embedder
@@ -56,9 +57,11 @@ class Kairos:
         self.entries = EntryService(store, self.search_engine)
         self.listing = Listing(store, self.runs)
         self.browse = BrowseService(store, self.protocols, self.search_engine)
+        self.expiry = RunExpiry(store, int(self.settings.run_idle_minutes))
         self.protocols.install_builtins()
         if background:
             self.search_engine.start_background()
+            self.expiry.start()
 
     # search
     def search(self, query: Any, caller: Caller = Caller(), *,
@@ -134,6 +137,21 @@ class Kairos:
                   ) -> dict[str, Any]:
         return self.listing.abort(run_id, caller, message)
 
+    def expire_runs(self) -> int:
+        """Record the runs idle past ``run_idle_minutes`` as abandoned (``expiry``)."""
+        return self.expiry.sweep()
+
+    def abandon_run(self, run_id: Any, reason: str, caller: Caller = Caller()) -> bool:
+        """Record one of the caller's active runs as abandoned now: nobody is left to
+        answer it (a terminal whose input ended)."""
+        self.listing.own_run(run_id, caller)
+        return self.expiry.abandon(run_id, reason)
+
+    def expand_id(self, text: Any, kind: str, caller: Caller = Caller()) -> Any:
+        """A step URI or run id from the short id a table shows (its first characters);
+        anything else is returned as given."""
+        return self.listing.expand_id(text, kind, caller)
+
     def metrics(self, uri: Any, caller: Caller = Caller()) -> dict[str, Any]:
         """Quality metrics of the protocol that ``uri`` belongs to."""
         with self.store.read() as repo:
@@ -203,6 +221,14 @@ class Kairos:
     def run_detail(self, run_id: Any, caller: Caller = Caller()) -> dict[str, Any]:
         return self.browse.run(run_id, caller)
 
+    def home(self, caller: Caller = Caller()) -> dict[str, Any]:
+        """What a person sees first: the newest protocols and runs, and the store."""
+        store: dict[str, Any] = {"backend": self.store.dialect, "home": None}
+        if not self.settings.database_url:
+            store["home"] = str(self.settings.home_path)
+        return {**self.browse.home(caller), "space": caller.space, "store": store,
+                "run_idle_minutes": self.expiry.minutes}
+
     def browse_entries(self, caller: Caller = Caller(), *, kind: Any = "experience",
                        category: Any = None, limit: Any = 20, offset: Any = 0
                        ) -> dict[str, Any]:
@@ -228,6 +254,7 @@ class Kairos:
 
     def close(self) -> None:
         """Stop background work (never exit while it is inside the model), then the store."""
+        self.expiry.stop()
         self.search_engine.stop()
         self.store.close()
 

@@ -7,8 +7,10 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from ..domain import errors, limits, markdown
-from ..domain.errors import KairosError, NotFoundError, ValidationError
+from ..domain import engine, errors, limits, markdown
+from ..domain.errors import NotFoundError, ValidationError
+from ..domain.plain import plain_text, step_body
+from ..domain.problems import parse_all
 from ..domain.proof import chain_hash, verify_chain
 from ..domain.requests import CATEGORY_CODES
 from ..domain.texts import GENESIS_HASH
@@ -23,7 +25,7 @@ from .clock import now
 from .protocols import SIMILAR_THRESHOLD, Caller, ProtocolService, title_key
 
 MAX_LIMIT = 100
-RUN_STATUSES = ("active", "completed", "finished")
+HOME_ITEMS = 5  # protocols and runs on the home page
 ENTRY_KINDS = ("experience", "manual")
 PREVIEW_LEN = 240
 
@@ -112,6 +114,7 @@ class BrowseService:
             "updated_at": proto["updated_at"],
             "steps": [{"uri": to_uri(s["id"]), "position": s["position"] + 1,
                        "label": s["label"], "content": s["content"],
+                       "body": step_body(s["content"]),
                        "challenge": dict(s["challenge"])} for s in steps],
             "stats": _stats(base, proven[proto["id"]]),
         }
@@ -140,11 +143,11 @@ class BrowseService:
             return {"valid": False, "errors": [{"error_code": errors.NO_HEADING, "line": 1,
                                                 "message": "The document is empty."}],
                     "protocols": []}
-        try:
-            drafts = markdown.parse(markdown_doc)
-        except KairosError as exc:
+        drafts, found = parse_all(markdown_doc)
+        if found:
             return {"valid": False, "protocols": [], "errors": [
-                {"error_code": exc.code, "line": exc.line, "message": exc.message}]}
+                {"error_code": exc.code, "line": exc.line, "message": exc.message}
+                for exc in found]}
         problems: list[dict[str, Any]] = []
         seen: dict[str, int] = {}
         out = []
@@ -154,7 +157,8 @@ class BrowseService:
                 if key in seen:
                     problems.append({"error_code": errors.DUPLICATE_CHAIN, "line": d.line,
                                      "message": f"The document has two protocols titled "
-                                                f"'{d.title}' (lines {seen[key]} and {d.line})."})
+                                                f"'{d.title}' (lines {seen[key]} and "
+                                                f"{d.line}): give each its own title."})
                 seen.setdefault(key, d.line)
                 out.append(self._check_draft(repo, d, caller.space))
         return {"valid": not problems, "errors": problems, "protocols": out}
@@ -178,15 +182,16 @@ class BrowseService:
                 first = repo.steps_of(dup.pop("entity_id"))
                 dup["uri"] = to_uri(first[0]["id"]) if first else None
                 dup["chain_label"] = dup.pop("title")
+                dup["blocks_mint"] = dup["score"] >= SIMILAR_THRESHOLD
                 dup.pop("entity_type", None)
         warnings = list(check.get("warnings", []))
         if existing_uri is not None:
-            warnings.append(f"{errors.DUPLICATE_CHAIN}: a protocol titled '{draft.title}' "
-                            f"exists ({existing_uri}); saving replaces it.")
+            warnings.append(f"A protocol titled '{draft.title}' already exists; a mint "
+                            "replaces it only when forced.")
         top = check["duplicates"][0] if check["duplicates"] else None
-        if top is not None and top["score"] >= SIMILAR_THRESHOLD:
-            warnings.append(f"{errors.SIMILAR_MEMORY_FOUND}: {top['score']:.0%} similar to "
-                            f"'{top['chain_label']}' ({top['uri']}).")
+        if top is not None and top["blocks_mint"]:
+            warnings.append(f"This protocol is {top['score']:.0%} similar to "
+                            f"'{top['chain_label']}'; a mint adds it only when forced.")
         return {"chain_label": draft.title, "line": draft.line, "tags": draft.tags,
                 "step_count": len(draft.steps), "existing_uri": existing_uri,
                 "steps": [{"label": s.label, "challenge": s.challenge.to_dict()}
@@ -200,8 +205,8 @@ class BrowseService:
         """A page of the space's runs with status, outcome and whether every step is
         proven."""
         limit, offset = _page(limit, offset)
-        if status is not None and status not in RUN_STATUSES:
-            raise ValidationError("status", " or ".join(RUN_STATUSES))
+        if status is not None and status not in engine.RUN_STATUSES:
+            raise ValidationError("status", " or ".join(engine.RUN_STATUSES))
         with self.store.read() as repo:
             protocol_id = None
             if protocol_uri is not None:
@@ -276,6 +281,16 @@ class BrowseService:
             "links": links,
         }
 
+    def home(self, caller: Caller) -> dict[str, Any]:
+        """The newest protocols with their statistics and the newest runs, with totals."""
+        protocols = self.list_protocols(caller, limit=HOME_ITEMS)
+        runs = self.list_runs(caller, limit=HOME_ITEMS)
+        with self.store.read() as repo:
+            active = q.run_page(repo, caller.space, limit=1, offset=0,
+                                status=engine.ACTIVE)[1]
+        return {"protocols": {"total": protocols["total"], "recent": protocols["items"]},
+                "runs": {"total": runs["total"], "active": active, "recent": runs["items"]}}
+
     # --- entries ---------------------------------------------------------------------------
 
     def list_entries(self, caller: Caller, *, kind: Any = "experience",
@@ -293,7 +308,7 @@ class BrowseService:
         items = [{"entity_id": r["id"], "entity_type": kind, "category": r["category"],
                   "title": r["title"], "section": r.get("section"), "author": r["author"],
                   "updated_at": r["updated_at"],
-                  "preview": truncate(r[body], PREVIEW_LEN)} for r in rows]
+                  "preview": truncate(plain_text(r[body]), PREVIEW_LEN)} for r in rows]
         return {"items": items, "total": total, "limit": limit, "offset": offset,
                 "has_more": offset + len(items) < total}
 

@@ -14,13 +14,17 @@ from typing import Any
 from ..domain import engine, errors, limits
 from ..domain.errors import ConflictError, NotFoundError, ValidationError
 from ..domain.uris import to_uri
+from ..store.browse import ids_starting
 from ..store.db import Store
 from ..store.repo import Repo, Row
-from .protocols import Caller
+from .protocols import BUILTIN_SPACE, Caller
 from .runs import RunService
 
 MAX_PAGE = 500
-RUN_STATUSES = (engine.ACTIVE, engine.COMPLETED, engine.FINISHED)
+#: A short id: the first characters (4 or more) of a uuid, as tables show them.
+SHORT_ID = re.compile(r"^(?:kairos://mem/)?([0-9a-f][0-9a-f-]{3,35})$")
+UUID_CHARS = 36
+ID_KINDS = {"step": ("uri", "protocol step"), "run": ("run_id", "run")}
 
 
 def _count(value: Any, field: str, lowest: int, highest: int) -> int:
@@ -74,8 +78,9 @@ class Listing:
         """Recent runs; ``step`` is the step a run waits on, or its last step once
         finished (never beyond ``step_count``)."""
         limit = _count(limit, "limit", 1, MAX_PAGE)
-        if status is not None and status not in RUN_STATUSES:
-            raise ValidationError("status", "active, completed or finished")
+        if status is not None and status not in engine.RUN_STATUSES:
+            raise ValidationError("status", ", ".join(engine.RUN_STATUSES[:-1]) + " or "
+                                  + engine.RUN_STATUSES[-1])
         with self.store.read() as repo:
             rows = repo.runs_page(caller.space, limit=limit, status=status)
             pids = list(dict.fromkeys(r["protocol_id"] for r in rows))
@@ -90,7 +95,8 @@ class Listing:
         return {"run_id": r["id"], "chain_label": title, "status": r["status"],
                 "outcome": r["outcome"],
                 "step": min(step, step_count) if step_count else step,
-                "step_count": step_count, "retry_count": r["retry_count"],
+                "step_count": step_count, "proven": bool(r["proven"]),
+                "retry_count": r["retry_count"],
                 "caller": r["caller"], "message": r["message"],
                 "created_at": r["created_at"], "updated_at": r["updated_at"]}
 
@@ -120,6 +126,10 @@ class Listing:
                                     f"Run {run['id']} is already finished (outcome "
                                     f"{run['outcome']}); there is nothing to abort.",
                                     field="run_id")
+            if run["status"] == engine.ABANDONED:
+                raise ConflictError(errors.CONFLICT,
+                                    f"Run {run['id']} was abandoned ({run['message']}); "
+                                    "there is nothing to abort.", field="run_id")
             proto = repo.protocol(run["protocol_id"])
             steps = repo.steps_of(run["protocol_id"])
             if proto is None or not steps:
@@ -130,6 +140,37 @@ class Listing:
                                              None)
         return {**done, "status": engine.FINISHED, "aborted": True,
                 "next_action": "Run aborted."}
+
+    def own_run(self, run_id: Any, caller: Caller) -> Row:
+        """The caller's run ``run_id`` (404 when another space's or unknown)."""
+        with self.store.read() as repo:
+            return self._own(repo, run_id, caller)
+
+    def expand_id(self, text: Any, kind: str, caller: Caller) -> Any:
+        """The full step URI or run id that a short id (its first characters) names in the
+        caller's space; other text is returned as given, for the use case to judge."""
+        field, what = ID_KINDS[kind]
+        found = SHORT_ID.match(text.strip().lower()) if isinstance(text, str) else None
+        if found is None:
+            if isinstance(text, str) and "://" not in text:
+                raise ValidationError(field, f"a {what} id", message=(
+                    f"{text!r} is not a {what} id: expected "
+                    + ("kairos://mem/<uuid> or " if kind == "step" else "")
+                    + "its first 8 characters, as tables show them."))
+            return text
+        prefix = found.group(1)
+        if len(prefix) == UUID_CHARS:  # a whole id: the use case checks it
+            return to_uri(prefix) if kind == "step" else prefix
+        with self.store.read() as repo:
+            spaces = [caller.space, BUILTIN_SPACE] if kind == "step" else [caller.space]
+            ids = ids_starting(repo, kind, prefix, spaces)
+        if not ids:
+            raise NotFoundError(f"No {what} id starts with {prefix}.", field=field)
+        if len(ids) > 1:
+            raise ValidationError(field, f"more characters of the {what} id", message=(
+                f"{prefix} starts {len(ids)} {what} ids; give more characters of the one "
+                "you mean."))
+        return to_uri(ids[0]) if kind == "step" else ids[0]
 
     @staticmethod
     def _own(repo: Repo, run_id: Any, caller: Caller) -> Row:

@@ -123,5 +123,16 @@ def entry_page(repo: Repo, space: str, kind: str, *, category: str | None, limit
             int(repo.conn.execute(total).scalar_one()))
 
 
-__all__ = ["PROTOCOL_SORTS", "entry_page", "outcome_series", "protocol_page",
+def ids_starting(repo: Repo, kind: str, prefix: str, spaces: Sequence[str],
+                 limit: int = 2) -> list[str]:
+    """Up to ``limit`` ids of the steps (``kind`` "step") or runs of ``spaces`` that start
+    with ``prefix`` (hex digits and hyphens: nothing LIKE would read as a wildcard)."""
+    table = t.steps if kind == "step" else t.runs
+    q = (select(table.c.id).where(table.c.id.like(prefix + "%"),
+                                  table.c.space.in_(list(spaces)))
+         .order_by(table.c.id).limit(limit))
+    return [row[0] for row in repo.conn.execute(q)]
+
+
+__all__ = ["PROTOCOL_SORTS", "entry_page", "ids_starting", "outcome_series", "protocol_page",
            "protocol_page_query", "run_page", "run_proof_counts", "step_counts"]

@@ -75,6 +75,7 @@ runs = Table(
     Column("updated_at", TS, nullable=False),
     Index("ix_runs_caller", "caller", "protocol_id", "status"),
     Index("ix_runs_space_updated", "space", "updated_at"),
+    Index("ix_runs_status_updated", "status", "updated_at"),
 )
 
 nonces = Table(

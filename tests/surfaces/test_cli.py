@@ -76,7 +76,7 @@ def test_mint_dump_runs_and_verify(env: Path, tmp_path: Path) -> None:
     as_json = json.loads(run("dump", "--json", first).stdout)
     assert as_json["uri"] == first
     bad = run("dump", "kairos://mem/nope")
-    assert bad.exit_code == 1 and bad.stdout == ""
+    assert bad.exit_code == 2 and bad.stdout == ""
     assert one_error(bad.stderr).endswith("[INVALID_URI]")
     bad_json = run("dump", "--json", "kairos://mem/nope")
     assert json.loads(bad_json.stdout)["error_code"] == "INVALID_URI"
@@ -87,15 +87,17 @@ def test_mint_dump_runs_and_verify(env: Path, tmp_path: Path) -> None:
     k.close()
     listed = run("runs")
     assert listed.exit_code == 0
-    assert listed.stdout.split("\t")[:5] == [run_id, "finished", "success", "3/3",
-                                             listed.stdout.split("\t")[4]]
+    assert listed.stdout.split("\t")[:6] == [run_id, "finished", "success", "yes", "3/3",
+                                             listed.stdout.split("\t")[5]]
     verified = run("verify", run_id)
     assert verified.exit_code == 0
     assert verified.stdout == f"Run {run_id}: 3 proofs, chain valid.\n"
     as_json = json.loads(run("verify", "--json", run_id).stdout)
     assert as_json == {**as_json, "valid": True, "proofs": 3, "first_broken": None}
     unknown = run("verify", "no-such-run")
-    assert unknown.exit_code == 1 and one_error(unknown.stderr).endswith("[NOT_FOUND]")
+    assert unknown.exit_code == 2 and one_error(unknown.stderr).endswith("[INVALID_INPUT]")
+    absent = run("verify", "0123abcd")
+    assert absent.exit_code == 1 and one_error(absent.stderr).endswith("[NOT_FOUND]")
 
 
 TASKS = ("Rotate the TLS certificate on every edge node.",
@@ -125,7 +127,7 @@ def test_search(env: Path, tmp_path: Path) -> None:
     raw = json.loads(run("search", "--json", "project setup").stdout)
     assert raw["choices"][0]["role"] == "match"
     empty = run("search", "")
-    assert empty.exit_code == 1 and one_error(empty.stderr).endswith("[INVALID_INPUT]")
+    assert empty.exit_code == 2 and one_error(empty.stderr).endswith("[INVALID_INPUT]")
     assert json.loads(run("search", "--json", "").stdout)["field"] == "query"
 
 
@@ -400,7 +402,7 @@ def test_abort_a_run(env: Path, tmp_path: Path) -> None:
     again = run("abort", "--json", active["run_id"])
     assert again.exit_code == 1 and json.loads(again.stdout)["error_code"] == "CONFLICT"
     assert "already finished" in one_error(again.stderr)
-    assert run("abort", "no-such-run").exit_code == 1
+    assert run("abort", "no-such-run").exit_code == 2
     k = make_kairos(env)
     try:
         assert k.metrics(steps[0])["failures"] == 1
@@ -417,9 +419,9 @@ def test_run_with_yes_and_the_runs_table(env: Path, tmp_path: Path) -> None:
     assert walked.stdout.rstrip().splitlines()[-1].endswith("3 proofs, chain valid.")
     (finished,) = runs_json()
     assert finished["step"] == 3 and finished["step_count"] == 3  # never step 4 of 3
-    assert run("runs").stdout.split("\t")[1:4] == ["finished", "success", "3/3"]
+    assert run("runs").stdout.split("\t")[1:5] == ["finished", "success", "yes", "3/3"]
     assert run("runs", "--status", "active").stdout == ""
-    assert run("runs", "--status", "nope").exit_code == 1
+    assert run("runs", "--status", "nope").exit_code == 2
     as_json = run("run", steps[0], "--yes", "--json")
     assert json.loads(as_json.stdout)["verification"]["valid"] is True
     assert "Step 1/3" in as_json.stderr
@@ -444,7 +446,9 @@ def test_run_after_three_refused_answers_asks_a_person(env: Path, tmp_path: Path
     assert gave_up.exit_code == 1
     assert "refused 3 times" in gave_up.stdout and "kairos_update" not in gave_up.output
     assert gave_up.stderr.count("error: ") == 1
-    assert f"kairos update {steps[0]} step.md" in gave_up.stderr.split("error: ")[1]
+    reason = gave_up.stderr.split("error: ")[1]  # the command failed, not the step
+    assert "`make build` failed three times (Command failed with exit code 1.)" in reason
+    assert "fix what makes it fail" in reason and "kairos update" not in reason
     (aborted,) = runs_json()
     assert aborted["outcome"] == "failure" and aborted["step"] == 1
 
@@ -536,10 +540,14 @@ def test_search_says_when_it_answered_from_text_only(env: Path, tmp_path: Path,
     assert raw["provider"] == "none"
 
 
-def test_run_ended_without_answers_names_the_active_run(env: Path, tmp_path: Path) -> None:
+def test_run_ended_without_answers_records_it_as_abandoned(env: Path, tmp_path: Path) -> None:
     steps = mint_text(tmp_path, DEPLOY)
     walked = run("run", steps[0], input="")
-    (active,) = runs_json()
-    assert walked.exit_code == 1 and active["status"] == "active"
-    assert walked.stderr.endswith(f"interrupted; run {active['run_id']} is still active "
-                                  f"(`kairos abort {active['run_id']}` ends it)\n")
+    (abandoned,) = runs_json()
+    assert walked.exit_code == 1 and abandoned["status"] == "abandoned"
+    assert abandoned["outcome"] is None and not abandoned["proven"]
+    assert abandoned["message"] == "Abandoned: the terminal's input ended at step 1."
+    assert walked.stderr.count("error: ") == 1
+    assert walked.stderr.splitlines()[-1] == (
+        f"error: no input left to answer step 1 (stdin ended): run {abandoned['run_id']} "
+        "recorded as abandoned; answer at a terminal, or pass --yes")

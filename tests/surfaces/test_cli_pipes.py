@@ -107,7 +107,12 @@ def test_errors_are_one_line(env: dict[str, str], tmp_path: Path) -> None:
         assert "KAIROS_EMBEDDER='nonee': expected local, openai or none" in line
     assert "KAIROS_SEARCH_THRESHOLD" in one_error(
         kairos(env, "doctor", KAIROS_SEARCH_THRESHOLD="2"), 2)
-    assert "[INVALID_URI]" in one_error(kairos(env, "dump", "nope"), 1)
+    assert "[INVALID_URI]" in one_error(kairos(env, "dump", "kairos://mem/nope"), 2)
+    assert "'nope' is not a protocol step id" in one_error(kairos(env, "dump", "nope"), 2)
+    assert "Invalid status: expected active, completed, finished or abandoned" in one_error(
+        kairos(env, "runs", "--status", "bogus"), 2)
+    assert "[INVALID_INPUT]" in one_error(kairos(env, "search", ""), 2)
+    assert "[NOT_FOUND]" in one_error(kairos(env, "verify", "0123abcd"), 1)
     assert "No such option" in one_error(kairos(env, "list", "--colour"), 2)
     version = kairos(env, "--version")
     assert version.returncode == 0 and version.stdout.startswith("kairos ")
@@ -123,3 +128,47 @@ def test_serve_reports_an_address_in_use_before_anything_else(env: dict[str, str
     assert one_error(result, 1) == (f"error: cannot listen on 127.0.0.1:{port}: "
                                     "Address already in use")
     assert result.stdout == ""
+
+
+def test_mint_reads_stdin_and_runs_pipe_in_full(env: dict[str, str]) -> None:
+    piped = subprocess.run([KAIROS, "mint", "-"], env=env, input=DOC, capture_output=True,
+                           text=True, timeout=60)
+    assert piped.returncode == 0, piped.stderr
+    (line,) = piped.stdout.splitlines()
+    uri, *rest = line.split("\t")
+    assert uri.startswith("kairos://mem/") and rest == ["stored", "2 steps", LONG_TITLE]
+    broken = subprocess.run([KAIROS, "mint", "-"], env=env, input="no heading\n",
+                            capture_output=True, text=True, timeout=60)
+    assert broken.returncode == 1 and broken.stderr.startswith("error: <stdin>:1: ")
+    assert kairos(env, "run", "--yes", uri).returncode == 0
+    (run,) = kairos(env, "runs").stdout.splitlines()
+    run_id, *cells = run.split("\t")
+    assert len(run_id) == 36 and cells[:4] == ["finished", "success", "yes", "2/2"]
+    assert cells[-1] == LONG_TITLE
+    listed = kairos(env, "list").stdout
+    assert listed.startswith(uri + "\t") and "…" not in listed
+
+
+def test_what_the_environment_gets_wrong_is_one_line(env: dict[str, str],
+                                                     tmp_path: Path) -> None:
+    typo = kairos(env, "list", KAIROS_EMBEDDR="none")
+    assert typo.returncode == 0
+    assert typo.stderr.splitlines() == [
+        "warning: KAIROS_EMBEDDR is not a KAIROS setting (ignored); did you mean "
+        "KAIROS_EMBEDDER?", "No protocols."]
+    a_file = tmp_path / "not-a-directory"
+    a_file.write_text("", "utf-8")
+    assert one_error(kairos(env, "list", KAIROS_HOME=str(a_file)), 2) == (
+        f"error: configuration: KAIROS_HOME='{a_file}': expected a directory, but it is a "
+        "file")
+    # PostgreSQL without its driver (as after `pip install -e .` without the extra)
+    without = subprocess.run(
+        [sys.executable, "-c", "import sys; sys.modules['psycopg'] = None; "
+         "from kairos.cli.main import app; app()", "list"],
+        env={**env, "KAIROS_DATABASE_URL": "postgresql://kairos:secret@db:5432/kairos"},
+        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    line = one_error(without, 2)
+    assert "pip install -e '.[postgres]'" in line and "secret" not in line
+    assert line.startswith("error: configuration: KAIROS_DATABASE_URL="
+                           "'postgresql://kairos:***@db:5432/kairos': PostgreSQL needs its "
+                           "driver")

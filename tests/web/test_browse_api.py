@@ -145,11 +145,17 @@ async def test_validation_names_the_line_and_warns_before_saving(
     again = (await http.post("/api/v1/protocols/validate",
                              json={"markdown_doc": THREE_STEPS})).json()
     assert again["protocols"][0]["existing_uri"].startswith("kairos://mem/")
-    assert any(w.startswith("DUPLICATE_CHAIN") for w in again["protocols"][0]["warnings"])
+    assert again["protocols"][0]["warnings"] == [  # sentences for people, no error codes
+        "A protocol titled 'Project Setup' already exists; a mint replaces it only when "
+        "forced."]
     renamed = (await http.post("/api/v1/protocols/validate", json={
         "markdown_doc": THREE_STEPS.replace("# Project Setup", "# Project Setup Again")})).json()
     assert renamed["protocols"][0]["duplicates"][0]["chain_label"] == "Project Setup"
-    assert any(w.startswith("SIMILAR_MEMORY_FOUND") for w in renamed["protocols"][0]["warnings"])
+    top = renamed["protocols"][0]["duplicates"][0]
+    assert top["blocks_mint"] is True and top["score"] >= 0.9
+    assert renamed["protocols"][0]["warnings"] == [
+        f"This protocol is {top['score']:.0%} similar to 'Project Setup'; a mint adds it only "
+        "when forced."]
     wrong = await http.post("/api/v1/protocols/validate", json={"markdown_doc": 3})
     assert wrong.status_code == 422 and wrong.json()["field"] == "markdown_doc"
 

@@ -3,23 +3,15 @@ server on a loopback port, on the test's store (SQLite or PostgreSQL)."""
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
 from sqlalchemy import update
 
 from kairos.api import create_app
 from kairos.service import Caller, Kairos
 from kairos.store import schema as t
-from tests.web.harness import browser, chromium_path, serve_in_thread
-
-if chromium_path() is None:
-    if os.environ.get("CI"):
-        raise RuntimeError("chromium is missing: CI must run the browser tests (scripts/browser)")
-    pytest.skip("chromium is not installed (scripts/browser installs it)",
-                allow_module_level=True)
+from tests.web.conftest import Site
+from tests.web.harness import serve_in_thread
 
 RELEASE = """# Browser release check
 
@@ -45,45 +37,6 @@ PROOF OF WORK: comment min_length=20
 """
 BROKEN = RELEASE.replace("PROOF OF WORK: mcp release_tool",
                          '```json\n{"challenge": {"type": "telepathy"}}\n```')
-TIMEOUT = 15_000
-
-
-@pytest.fixture(scope="module")
-def chromium() -> Iterator[Any]:
-    with browser() as b:
-        yield b
-
-
-class Site:
-    """A served app and a fresh browser page that records every request it makes."""
-
-    def __init__(self, chromium: Any, base: str, **context: Any) -> None:
-        self.base = base
-        self.context = chromium.new_context(viewport={"width": 1280, "height": 800}, **context)
-        self.context.set_default_timeout(TIMEOUT)
-        self.page = self.context.new_page()
-        self.requests: list[str] = []
-        self.errors: list[str] = []
-        self.page.on("request", lambda r: self.requests.append(r.url))
-        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
-
-    def go(self, hash_path: str) -> Any:
-        self.page.goto(f"{self.base}/{hash_path}")
-        self.page.wait_for_selector(f'main[data-ready="{hash_path.lstrip("#")}"]')
-        return self.page
-
-    def check_offline(self) -> None:
-        assert self.errors == []
-        foreign = [u for u in self.requests if not u.startswith(self.base)]
-        assert foreign == []
-
-
-@pytest.fixture
-def site(kairos: Kairos, chromium: Any) -> Iterator[Site]:
-    with serve_in_thread(create_app(kairos)) as base:
-        s = Site(chromium, base)
-        yield s
-        s.context.close()
 
 
 def test_mint_find_run_and_verify_in_the_browser(site: Site, kairos: Kairos) -> None:
@@ -106,6 +59,7 @@ def test_mint_find_run_and_verify_in_the_browser(site: Site, kairos: Kairos) -> 
     assert match.inner_text() == "Browser release check"
     match.click()
     page.wait_for_selector("text=Run it").click()
+    page.wait_for_selector("#start-run").click()  # nothing is recorded before Start
 
     page.wait_for_selector("#exit-code")  # step 1: a shell result pasted
     page.fill("#stdout", "built dist/app.tar.gz")
@@ -120,11 +74,11 @@ def test_mint_find_run_and_verify_in_the_browser(site: Site, kairos: Kairos) -> 
     page.fill("#comment", "Wrote down what was released and where it went: v1.2 to prod.")
     page.click("#submit-answer")
     page.wait_for_selector("#run-done")
-    assert "success, 4 proof(s)" in page.locator("#run-done").inner_text()
+    assert "success, 4 proofs" in page.locator("#run-done").inner_text()
 
     page.click("#run-link")
     verdict = page.wait_for_selector("#verdict.ok")
-    assert "Chain verified: 4 link(s)" in verdict.inner_text()
+    assert "Chain verified: 4 links" in verdict.inner_text()
     assert page.locator('section.link[data-state="valid"]').count() == 4
     run = kairos.browse_runs()["items"][0]
     assert run["proven"] and run["outcome"] == "success"
@@ -165,7 +119,8 @@ def test_an_entry_written_and_found_with_a_token(kairos: Kairos, chromium: Any) 
         s = Site(chromium, base)
         try:
             page = s.go("#/entry-new?type=experience")
-            page.wait_for_selector("#token-dialog[open]")  # the API asked for a token
+            asked = page.wait_for_selector("#token-dialog[open] #token-why")  # a 401 came
+            assert asked.inner_text().startswith("This server asks for a token.")
             page.fill("#token-input", "web-secret")
             page.keyboard.press("Enter")
             page.wait_for_selector("#f-title")

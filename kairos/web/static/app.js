@@ -1,104 +1,30 @@
 // KAIROS web UI: plain JavaScript, no build step. Every page reads and writes through the
 // public REST API (/api/v1) with fetch, sending the bearer token kept in sessionStorage.
 
-const TOKEN_KEY = "kairos.token";
+import { ApiError, KINDS, TOKEN_KEY, add, api, article, auth, fill, h, idOf, main, pager, pct, plural,
+  provenBadge, provenRate, query, render, stateBadge, when } from "./lib.js";
+import { choiceLink, problem, searchNotices } from "./words.js";
+import { pageHome } from "./home.js";
+import { pageGo } from "./guided.js";
+import { pageEditor } from "./editor.js";
+
 const SVG = "http://www.w3.org/2000/svg";
-const main = document.getElementById("main");
-
-// --- small helpers ------------------------------------------------------------------------
-
-function h(tag, attrs, ...children) {
-  const el = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs || {})) {
-    if (v === null || v === undefined || v === false) continue;
-    if (k.startsWith("on")) el.addEventListener(k.slice(2), v);
-    else if (k === "class") el.className = v;
-    else el.setAttribute(k, v === true ? "" : v);
-  }
-  for (const c of children.flat(Infinity)) {
-    if (c === null || c === undefined || c === false) continue;
-    el.append(c instanceof Node ? c : document.createTextNode(String(c)));
-  }
-  return el;
-}
-
-function fill(el, ...nodes) {
-  el.replaceChildren(...nodes.flat(Infinity).filter((n) => n !== null && n !== undefined && n !== false));
-  return el;
-}
-
-function add(el, ...nodes) {
-  el.append(...nodes.flat(Infinity).filter((n) => n !== null && n !== undefined && n !== false));
-  return el;
-}
-
-const idOf = (uri) => String(uri || "").replace("kairos://mem/", "");
-const pct = (x) => (x === null || x === undefined ? "–" : `${Math.round(x * 100)} %`);
-const when = (s) => (s ? s.replace("T", " ").slice(0, 19) : "–");
-const firstUri = (text) => (String(text || "").match(/kairos:\/\/mem\/[0-9a-f-]{36}/) || [null])[0];
-
-class ApiError extends Error {
-  constructor(status, body) {
-    super(body && body.message ? body.message : `HTTP ${status}`);
-    this.status = status;
-    this.body = body || {};
-  }
-}
-
-async function api(method, path, body) {
-  const headers = { Accept: "application/json" };
-  const token = sessionStorage.getItem(TOKEN_KEY);
-  if (token) headers.Authorization = `Bearer ${token}`;
-  if (body !== undefined) headers["Content-Type"] = "application/json";
-  const res = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
-  let data = null;
-  try { data = await res.json(); } catch (e) { data = null; }
-  if (res.status === 401) { askToken(); }
-  if (!res.ok) throw new ApiError(res.status, data);
-  return data;
-}
-
-function errorBox(err) {
-  const b = err.body || {};
-  return h("div", { class: "notice bad", role: "alert" },
-    h("strong", {}, b.error_code || "Error"), " ",
-    b.line ? `Line ${b.line}: ` : "", err.message,
-    b.field ? h("span", { class: "muted" }, ` (field: ${b.field})`) : null);
-}
-
-function render(title, ...nodes) {
-  document.title = title ? `${title} · KAIROS` : "KAIROS";
-  fill(main, ...nodes);
-}
-
-function pager(data, hrefFor) {
-  const prev = data.offset > 0 ? h("a", { class: "button", href: hrefFor(Math.max(0, data.offset - data.limit)) }, "← Previous") : null;
-  const next = data.has_more ? h("a", { class: "button", href: hrefFor(data.offset + data.limit) }, "Next →") : null;
-  const end = Math.min(data.total, data.offset + data.items.length);
-  return h("div", { class: "row pager" }, prev,
-    h("span", { class: "muted" }, data.total ? `${data.offset + 1}–${end} of ${data.total}` : "nothing yet"), next);
-}
-
-function query(params) {
-  const q = new URLSearchParams();
-  for (const [k, v] of Object.entries(params)) if (v !== null && v !== undefined && v !== "") q.set(k, v);
-  const s = q.toString();
-  return s ? `?${s}` : "";
-}
-
-function outcomeBadge(outcome) {
-  if (!outcome) return h("span", { class: "badge" }, "no outcome");
-  return h("span", { class: `badge ${outcome === "success" ? "ok" : "bad"}` }, outcome);
-}
-
-function provenBadge(proven) {
-  return h("span", { class: `badge ${proven ? "ok" : "warn"}` }, proven ? "proven" : "unproven");
-}
+const MAX_BAR = 36; // the widest a day's bar is drawn, in the plot's 720-unit width
 
 // --- token --------------------------------------------------------------------------------
 
 const dialog = document.getElementById("token-dialog");
-function askToken() { if (!dialog.open) { dialog.showModal(); document.getElementById("token-input").focus(); } }
+function askToken() {
+  if (dialog.open) return;
+  const stored = Boolean(sessionStorage.getItem(TOKEN_KEY));
+  document.getElementById("token-why").textContent = auth.asked
+    ? "This server asks for a token. It is kept in this browser tab only (session storage)."
+    : stored ? "This tab sends the token it was given. Enter another one, or forget it."
+      : "This server has not asked for a token: it answers without one. Enter one only if you were given one; it is kept in this browser tab only.";
+  dialog.showModal();
+  document.getElementById("token-input").focus();
+}
+window.addEventListener("kairos:token", askToken);
 document.getElementById("token-form").addEventListener("submit", () => {
   sessionStorage.setItem(TOKEN_KEY, document.getElementById("token-input").value.trim());
   document.getElementById("token-input").value = "";
@@ -140,17 +66,18 @@ function qualityChart(series, label) {
     svg("text", { x: W - R + 4, y: T + 8 }, "100%"), svg("text", { x: W - R + 4, y: H - B }, "0%"),
   ];
   const pts = [];
+  const bw = Math.min(step * 0.7, MAX_BAR);  // a day or two: bars of a day's width, not the plot's
   series.forEach((p, i) => {
     const bh = (H - T - B) * (p.runs / maxRuns);
-    const bar = svg("rect", { class: "bar", x: L + i * step + step * 0.15, y: H - B - bh, width: step * 0.7, height: bh });
-    bar.append(svg("title", {}, `${p.date}: ${p.runs} runs, success ${pct(p.success_rate)}`));
+    const bar = svg("rect", { class: "bar", x: L + i * step + (step - bw) / 2, y: H - B - bh, width: bw, height: bh });
+    bar.append(svg("title", {}, `${p.date}: ${plural(p.runs, "run")}, success ${pct(p.success_rate)}`));
     parts.push(bar);
     if (p.cumulative_success_rate !== null) {
       pts.push(`${L + i * step + step / 2},${y(p.cumulative_success_rate)}`);
       parts.push(svg("circle", { class: "dot", cx: L + i * step + step / 2, cy: y(p.cumulative_success_rate), r: 4 }));
     }
     if (i === 0 || i === series.length - 1 || series.length < 8)
-      parts.push(svg("text", { x: L + i * step + 2, y: H - B + 16 }, p.date.slice(5)));
+      parts.push(svg("text", { x: L + i * step + step / 2, y: H - B + 16, "text-anchor": "middle" }, p.date.slice(5)));
   });
   if (pts.length > 1) parts.push(svg("polyline", { class: "line", points: pts.join(" ") }));
   const root = svg("svg", { viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": `Runs per day (bars) and success rate (line) of ${label}` }, ...parts);
@@ -191,11 +118,10 @@ async function pageSearch(params) {
         h("thead", {}, h("tr", {}, h("th", {}, "role"), h("th", {}, "protocol"), h("th", {}, "score"), h("th", { class: "hide-narrow" }, "tags"))),
         h("tbody", {}, r.choices.map((c) => h("tr", { "data-role": c.role },
           h("td", {}, h("span", { class: `badge ${c.role === "match" ? "ok" : ""}` }, c.role)),
-          h("td", {}, c.role === "match" ? h("a", { href: `#/protocol/${idOf(c.uri)}` }, c.chain_label) : h("span", {}, c.chain_label || c.label),
-            c.role !== "match" ? h("div", { class: "muted" }, c.next_action) : null),
+          h("td", {}, choiceLink(c)),
           h("td", {}, c.score === null || c.score === undefined ? "–" : c.score.toFixed(2)),
           h("td", { class: "hide-narrow" }, (c.tags || []).join(", "))))))));
-    } catch (e) { add(results, errorBox(e)); }
+    } catch (e) { add(results, problem(e)); }
   }
   const entryTypes = types.filter((t) => t !== "protocol");
   if (entryTypes.length) {
@@ -205,14 +131,13 @@ async function pageSearch(params) {
     try {
       const r = await api("POST", "/api/v1/search", body);
       add(results, h("h2", {}, "Experiences and manuals"),
-        r.degraded ? h("div", { class: "notice warn" }, `Search mode ${r.search_mode}: ${r.provider_hint || "degraded"}`) : null,
-        (r.warnings || []).length ? h("div", { class: "notice warn" }, r.warnings.join(" ")) : null,
-        r.results.length ? null : h("p", { class: "muted" }, `Nothing scored at least ${r.min_score}.`),
+        searchNotices(r),
+        r.results.length || r.top_score !== null ? null : h("p", { class: "muted" }, "Nothing found."),
         r.results.map((x) => h("div", { class: "card" },
           h("h3", {}, h("a", { href: `#/entry/${x.entity_id}` }, x.title), " ", h("span", { class: "badge" }, x.entity_type), " ",
             x.section ? h("span", { class: "badge" }, x.section) : null, " ", h("span", { class: "muted" }, `score ${x.score.toFixed(2)}`)),
           h("div", {}, x.snippet))));
-    } catch (e) { add(results, errorBox(e)); }
+    } catch (e) { add(results, problem(e)); }
   }
 }
 
@@ -231,7 +156,7 @@ async function pageProtocols(params) {
     h("tbody", {}, data.items.map((p) => h("tr", {},
       h("td", {}, h("a", { href: `#/protocol/${idOf(p.uri)}` }, p.chain_label)),
       h("td", {}, p.step_count), h("td", {}, p.stats.runs), h("td", {}, pct(p.stats.success_rate)),
-      h("td", { class: "hide-narrow" }, `${p.stats.proven_runs} / ${p.stats.unproven_runs}`),
+      h("td", { class: "hide-narrow", title: `proven ${pct(provenRate(p.stats))}` }, `${p.stats.proven_runs} / ${p.stats.unproven_runs}`),
       h("td", { class: "hide-narrow" }, when(p.stats.last_run_at))))))),
     pager(data, (o) => `#/protocols${query({ q, sort, offset: o })}`));
 }
@@ -254,7 +179,7 @@ async function pageProtocol(id) {
     try {
       await api("POST", "/api/v1/protocols/delete", { uris: [p.uri], protocol: true });
       location.hash = "#/protocols";
-    } catch (e) { main.prepend(errorBox(e)); }
+    } catch (e) { main.prepend(problem(e)); }
   } }, "Delete");
   render(p.chain_label,
     h("h1", {}, p.chain_label),
@@ -272,80 +197,11 @@ async function pageProtocol(id) {
     h("h2", {}, `Steps (${p.step_count})`),
     p.steps.map((st) => h("section", { class: "card", "aria-label": `Step ${st.position}` },
       h("h3", {}, `${st.position}. ${st.label}`),
-      h("pre", {}, st.content),
-      h("div", {}, h("span", { class: "badge" }, st.challenge.type), " ", challengeText(st.challenge)))),
+      st.body ? h("div", { class: "prose" }, st.body) : null,
+      h("div", { class: "challenge" }, h("span", { class: "badge" }, KINDS[st.challenge.type] || st.challenge.type), " ", challengeText(st.challenge)))),
     h("h2", {}, "Quality over time"), qualityChart(quality.series, p.chain_label),
     h("h2", {}, "Markdown"),
     h("details", {}, h("summary", {}, "Show the protocol as markdown"), h("pre", { id: "markdown" }, dump.markdown_doc)));
-}
-
-function lineGutter(textarea, gutter, errLines) {
-  const n = textarea.value.split("\n").length;
-  fill(gutter, ...Array.from({ length: n }, (_, i) =>
-    h("span", { class: errLines.has(i + 1) ? "err" : "" }, i + 1)));
-  gutter.scrollTop = textarea.scrollTop;
-}
-
-async function pageEditor(id) {
-  let original = "", existingUri = null;
-  if (id) {
-    const dump = await api("GET", `/api/v1/protocols/${id}?protocol=true`);
-    original = dump.markdown_doc; existingUri = dump.uri;
-  }
-  const sample = "# My protocol\n\n## Prepare\nCheck the working tree is clean.\n\nPROOF OF WORK: git status --porcelain\n\n## Approve\nPROOF OF WORK: user_input \"Ship it?\"\n";
-  const ta = h("textarea", { id: "markdown-input", spellcheck: "false", "aria-label": "Protocol markdown", "aria-describedby": "validation" });
-  ta.value = original || sample;
-  const gutter = h("div", { class: "gutter", "aria-hidden": "true" });
-  const status = h("div", { id: "validation", "aria-live": "polite" });
-  const force = h("input", { type: "checkbox", id: "force" });
-  const save = h("button", { class: "primary", type: "button", id: "save" }, existingUri ? "Update" : "Mint");
-  const result = h("div", {});
-  let errLines = new Set(), timer = null, seq = 0;
-  async function validate() {
-    const mine = ++seq;
-    try {
-      const v = await api("POST", "/api/v1/protocols/validate", { markdown_doc: ta.value });
-      if (mine !== seq) return;
-      errLines = new Set(v.errors.map((e) => e.line).filter(Boolean));
-      const warn = v.protocols.flatMap((p) => p.warnings.filter((w) => !(existingUri && p.existing_uri === existingUri && w.startsWith("DUPLICATE_CHAIN"))));
-      fill(status,
-        v.valid ? h("div", { class: "notice ok" }, `Valid: ${v.protocols.map((p) => `${p.chain_label} (${p.step_count} steps)`).join(", ")}`) : null,
-        v.errors.map((e) => h("div", { class: "notice bad", role: "alert", "data-line": e.line || "" }, h("strong", {}, e.line ? `Line ${e.line}` : e.error_code), `: ${e.message}`)),
-        warn.map((w) => h("div", { class: "notice warn" }, w)),
-        v.protocols.flatMap((p) => p.duplicates.filter((d) => d.score < 0.9).map((d) => h("div", { class: "muted" },
-          `FYI: ${Math.round(d.score * 100)} % similar to `, h("a", { href: `#/protocol/${idOf(d.uri)}` }, d.chain_label)))),
-        v.protocols.map((p) => h("ol", { class: "steps-list" }, p.steps.map((s) => h("li", {}, s.label, " ", h("span", { class: "badge" }, s.challenge.type))))));
-      save.disabled = !v.valid || (warn.length > 0 && !force.checked);
-      save.title = save.disabled && v.valid ? "Tick 'replace / mint anyway' to save despite the warning" : "";
-    } catch (e) { fill(status, errorBox(e)); }
-    lineGutter(ta, gutter, errLines);
-  }
-  ta.addEventListener("input", () => { lineGutter(ta, gutter, errLines); clearTimeout(timer); timer = setTimeout(validate, 250); });
-  ta.addEventListener("scroll", () => { gutter.scrollTop = ta.scrollTop; });
-  ta.addEventListener("keydown", (ev) => { if ((ev.ctrlKey || ev.metaKey) && ev.key === "s") { ev.preventDefault(); if (!save.disabled) save.click(); } });
-  force.addEventListener("change", validate);
-  save.addEventListener("click", async () => {
-    fill(result);
-    try {
-      const r = await api("POST", "/api/v1/protocols", { markdown_doc: ta.value, force_update: Boolean(existingUri) || force.checked });
-      const first = r.items[0];
-      fill(result, h("div", { class: "notice ok", role: "status" }, `${first.updated ? "Updated" : "Minted"} `,
-        h("a", { href: `#/protocol/${idOf(first.uri)}`, id: "minted-link" }, first.chain_label), ` (${first.step_count} steps).`));
-    } catch (e) { fill(result, errorBox(e)); }
-  });
-  render(existingUri ? "Edit protocol" : "New protocol",
-    h("h1", {}, existingUri ? "Edit protocol" : "New protocol"),
-    h("div", { class: "editor" },
-      h("div", {}, h("div", { class: "code" }, gutter, ta),
-        h("div", { class: "row", style: "margin-top:8px" }, save,
-          h("label", { for: "force", style: "font-weight:400" }, force, " replace / mint anyway"),
-          h("span", { class: "muted" }, "Ctrl+S saves")), result),
-      h("div", {}, h("h2", { style: "margin-top:0" }, "Check"), status,
-        h("details", {}, h("summary", {}, "Syntax"), h("pre", {},
-          "# Title (one per protocol)\n## Step label (one per step)\nPROOF OF WORK: mkdir -p src\nPROOF OF WORK: mcp tool_name\nPROOF OF WORK: user_input \"Approve?\"\nPROOF OF WORK: comment min_length=20")))));
-  lineGutter(ta, gutter, errLines);
-  ta.focus();
-  validate();
 }
 
 async function pageRuns(params) {
@@ -353,16 +209,15 @@ async function pageRuns(params) {
   const protocol = params.get("protocol") || "";
   const data = await api("GET", `/api/v1/runs/list${query({ offset, status, limit: 25, protocol: protocol ? `kairos://mem/${protocol}` : "" })}`);
   const sel = h("select", { "aria-label": "Status", onchange: (ev) => { location.hash = `#/runs${query({ status: ev.target.value, protocol })}`; } },
-    ["", "active", "completed", "finished"].map((s) => h("option", { value: s, selected: s === status }, s || "any status")));
+    ["", "active", "completed", "finished", "abandoned"].map((s) => h("option", { value: s, selected: s === status }, s || "any status")));
   render("Runs", h("h1", {}, "Runs"), h("div", { class: "row" }, sel, protocol ? h("a", { href: "#/runs" }, "all protocols") : null),
-    h("div", { class: "table-wrap" }, h("table", {},
-      h("thead", {}, h("tr", {}, h("th", {}, "run"), h("th", {}, "protocol"), h("th", {}, "status"), h("th", {}, "outcome"), h("th", {}, "proof"), h("th", { class: "hide-narrow" }, "updated"))),
-      h("tbody", {}, data.items.map((r) => h("tr", {},
+    h("div", { class: "table-wrap" }, h("table", { id: "runs" },
+      h("thead", {}, h("tr", {}, h("th", {}, "run"), h("th", {}, "protocol"), h("th", {}, "state"), h("th", {}, "proof"), h("th", { class: "hide-narrow" }, "updated"))),
+      h("tbody", {}, data.items.map((r) => h("tr", { "data-status": r.status },
         h("td", {}, h("a", { href: `#/run/${r.run_id}` }, r.run_id.slice(0, 8))),
-        h("td", {}, r.chain_label || h("span", { class: "muted" }, "deleted")),
-        h("td", {}, `${r.status} (step ${Math.min(r.step, r.step_count)}/${r.step_count})`),
-        h("td", {}, outcomeBadge(r.outcome)),
-        h("td", {}, provenBadge(r.proven), ` ${r.proofs}/${r.step_count}`),
+        h("td", { class: "wrap" }, r.chain_label || h("span", { class: "muted" }, "deleted")),
+        h("td", {}, stateBadge(r), r.status === "finished" ? null : h("div", { class: "muted" }, `step ${Math.min(r.step, r.step_count)}/${r.step_count}`)),
+        h("td", { class: "proof" }, provenBadge(r.proven), h("div", { class: "muted" }, `${r.proofs}/${r.step_count}`)),
         h("td", { class: "hide-narrow" }, when(r.updated_at))))))),
     pager(data, (o) => `#/runs${query({ offset: o, status, protocol })}`));
 }
@@ -374,11 +229,11 @@ async function pageRun(id) {
   render(`Run ${id.slice(0, 8)}`,
     h("h1", {}, "Run ", h("code", {}, r.run_id)),
     h("p", {}, r.protocol ? h("a", { href: `#/protocol/${idOf(r.protocol.uri)}` }, r.protocol.chain_label) : "protocol deleted",
-      " · ", r.status, " · ", outcomeBadge(r.outcome), " · ", provenBadge(r.proven), " · retries ", r.retry_count,
+      " · ", stateBadge(r), " · ", provenBadge(r.proven), " · retries ", r.retry_count,
       " · started ", when(r.created_at)),
     r.message ? h("p", {}, h("em", {}, r.message)) : null,
     h("div", { id: "verdict", class: `notice ${v.valid ? "ok" : "bad"}`, role: "status" },
-      v.valid ? `Chain verified: ${v.proofs} link(s), every hash recomputed.`
+      v.valid ? `Chain verified: ${plural(v.proofs, "link")}, every hash recomputed.`
         : `Chain broken at link ${v.first_broken.index + 1}: ${v.first_broken.reason}.`),
     h("h2", {}, "Steps"),
     h("ol", { class: "steps-list" }, r.steps.map((s) => h("li", {}, s.label, " ", provenBadge(s.proven)))),
@@ -394,108 +249,6 @@ async function pageRun(id) {
       h("details", {}, h("summary", {}, "Record"), h("pre", {}, JSON.stringify(l.record, null, 2))))));
 }
 
-function solutionForm(challenge, onSubmit) {
-  const c = challenge;
-  const base = { type: c.type, nonce: c.nonce, proof_hash: c.proof_hash };
-  const fields = [];
-  let collect;
-  if (c.type === "shell") {
-    const code = h("input", { id: "exit-code", type: "number", value: 0, style: "width:6em" });
-    const out = h("textarea", { id: "stdout", rows: 4 });
-    const err = h("textarea", { id: "stderr", rows: 2 });
-    fields.push(h("p", {}, "Run this command and paste the result: ", h("code", {}, c.shell.cmd)),
-      h("div", { class: "field" }, h("label", { for: "exit-code" }, "Exit code"), code),
-      h("div", { class: "field" }, h("label", { for: "stdout" }, "Output (stdout)"), out),
-      h("div", { class: "field" }, h("label", { for: "stderr" }, "Errors (stderr)"), err));
-    collect = () => ({ ...base, shell: { exit_code: parseInt(code.value, 10), stdout: out.value, stderr: err.value } });
-  } else if (c.type === "mcp") {
-    const ok = h("input", { id: "mcp-ok", type: "checkbox", checked: true });
-    const res = h("textarea", { id: "mcp-result", rows: 4 });
-    fields.push(h("p", {}, "Call the MCP tool ", h("code", {}, c.mcp.tool_name), " and paste its result."),
-      h("label", { for: "mcp-ok" }, ok, " the call succeeded"),
-      h("div", { class: "field" }, h("label", { for: "mcp-result" }, "Result"), res));
-    collect = () => {
-      let result = res.value;
-      try { result = JSON.parse(res.value); } catch (e) { /* plain text */ }
-      return { ...base, mcp: { tool_name: c.mcp.tool_name, success: ok.checked, result } };
-    };
-  } else if (c.type === "user_input") {
-    const answer = h("input", { id: "confirmation", value: "yes" });
-    fields.push(h("p", {}, h("strong", {}, c.user_input.prompt)),
-      h("div", { class: "field" }, h("label", { for: "confirmation" }, "Your answer (yes to confirm)"), answer));
-    collect = () => ({ ...base, user_input: { confirmation: answer.value } });
-  } else {
-    const text = h("textarea", { id: "comment", rows: 4 });
-    fields.push(h("div", { class: "field" }, h("label", { for: "comment" }, `Comment (at least ${c.comment.min_length} characters)`), text));
-    collect = () => ({ ...base, comment: { text: text.value } });
-  }
-  return h("form", { id: "answer", onsubmit: (ev) => { ev.preventDefault(); onSubmit(collect()); } },
-    ...fields, h("button", { class: "primary", type: "submit", id: "submit-answer" }, "Submit answer"));
-}
-
-async function pageGo(id) {
-  const overview = await api("GET", `/api/v1/protocols/${id}/overview`);
-  const stage = h("div", {});
-  const log = h("ol", { class: "steps-list", "aria-label": "Answered steps" });
-  render(`Run ${overview.chain_label}`, h("h1", {}, "Run: ", overview.chain_label), log, stage);
-  let response;
-  try { response = await api("POST", "/api/v1/runs/begin", { uri: overview.uri }); } catch (e) { fill(stage, errorBox(e)); return; }
-  let pendingUri = null, finalUri = null;
-
-  function finish(result) {
-    fill(stage, h("div", { class: "notice ok", role: "status", id: "run-done" },
-      `Run finished: ${result.outcome}, ${result.proofs} proof(s). `,
-      h("a", { href: `#/run/${result.run_id}`, id: "run-link" }, "See its proof chain")));
-    document.getElementById("run-link").focus();
-  }
-
-  async function attest(outcome, message, solution) {
-    try {
-      const body = { uri: finalUri || pendingUri || overview.uri, outcome, message };
-      if (solution) body.solution = solution;
-      const r = await api("POST", "/api/v1/runs/attest", body);
-      if (r.error_code) { show(r); return; }
-      finish(r);
-    } catch (e) { stage.prepend(errorBox(e)); }
-  }
-
-  function show(res) {
-    response = res;
-    const na = res.next_action || "";
-    const step = overview.steps.find((s) => s.uri === res.current_step.uri);
-    if (res.error_code === "MAX_RETRIES_EXCEEDED") { /* keep the uri we were answering for */ }
-    else if (/kairos_attest/.test(na) && !res.error_code) { finalUri = firstUri(na); pendingUri = null; }
-    else { pendingUri = firstUri(na); finalUri = null; }
-    const outcome = h("input", { id: "final-message", value: "Done in the browser", "aria-label": "Outcome message" });
-    fill(stage,
-      res.error_code ? h("div", { class: "notice bad", role: "alert" }, h("strong", {}, res.error_code), ": ", res.message) : null,
-      h("section", { class: "card", "aria-label": "Current step" },
-        h("h2", { style: "margin-top:0" }, step ? `Step ${step.position} of ${overview.step_count}: ${step.label}` : "Step"),
-        h("pre", {}, res.current_step.content),
-        h("p", { class: "muted" }, res.challenge.description),
-        solutionForm(res.challenge, submit)),
-      h("div", { class: "row" }, outcome,
-        h("button", { type: "button", class: "danger", onclick: () => attest("failure", outcome.value || "Stopped in the browser") }, "Stop: record a failure")));
-    const first = stage.querySelector("#answer input, #answer textarea");
-    if (first) first.focus();
-  }
-
-  async function submit(solution) {
-    const step = overview.steps.find((s) => s.uri === response.current_step.uri);
-    try {
-      if (finalUri) {
-        const msg = document.getElementById("final-message").value || "Done in the browser";
-        await attest("success", msg, solution);
-        return;
-      }
-      const r = await api("POST", "/api/v1/runs/next", { uri: pendingUri, solution });
-      if (!r.error_code && step) add(log, h("li", {}, step.label, " ", provenBadge(true)));
-      show(r);
-    } catch (e) { stage.prepend(errorBox(e)); }
-  }
-  show(response);
-}
-
 async function pageEntries(params) {
   const type = params.get("type") || "experience", category = params.get("category") || "";
   const offset = Number(params.get("offset") || 0);
@@ -505,7 +258,7 @@ async function pageEntries(params) {
     h("h1", {}, "Experiences and manuals"),
     h("div", { class: "row" },
       ["experience", "manual"].map((t) => h("a", { class: `button ${t === type ? "primary" : ""}`, href: `#/entries${query({ type: t, category })}`, "aria-current": t === type ? "page" : null }, `${t}s`)),
-      h("a", { class: "button", href: `#/entry-new${query({ type })}` }, `Write a ${type}`)),
+      h("a", { class: "button", href: `#/entry-new${query({ type })}` }, `Write ${article(type)}`)),
     h("nav", { class: "cats", "aria-label": "Categories" },
       h("a", { href: `#/entries${query({ type })}`, "aria-current": category ? null : "true" }, "all"),
       cats.categories.map((c) => h("a", { href: `#/entries${query({ type, category: c.code })}`, "aria-current": c.code === category ? "true" : null, title: c.description }, c.name))),
@@ -547,7 +300,7 @@ async function entryForm(type, entry) {
       const eid = r.entity_id || entry.entity_id;
       fill(out, h("div", { class: "notice ok", role: "status" }, "Saved. ", h("a", { href: `#/entry/${eid}`, id: "entry-link" }, "Read it")),
         (r.duplicates || []).length ? h("div", { class: "notice warn" }, `Similar: ${r.duplicates.map((d) => d.title).join(", ")}`) : null);
-    } catch (e) { fill(out, errorBox(e)); }
+    } catch (e) { fill(out, problem(e)); }
   } }, rows, h("button", { class: "primary", type: "submit" }, entry ? "Update" : "Write"), out);
   return form;
 }
@@ -568,7 +321,7 @@ async function pageEntry(id) {
 
 async function pageEntryNew(params) {
   const type = params.get("type") === "manual" ? "manual" : "experience";
-  render(`Write a ${type}`, h("h1", {}, `Write a ${type}`), await entryForm(type, null));
+  render(`Write ${article(type)}`, h("h1", {}, `Write ${article(type)}`), await entryForm(type, null));
   document.getElementById("f-title").focus();
 }
 
@@ -576,7 +329,7 @@ async function pageQuality(params) {
   const chosen = params.get("protocol") || "";
   const list = await api("GET", "/api/v1/protocols?sort=runs&limit=25");
   const sel = h("select", { id: "quality-protocol", "aria-label": "Protocol", onchange: (ev) => { location.hash = `#/quality${query({ protocol: ev.target.value })}`; } },
-    list.items.map((p) => h("option", { value: idOf(p.uri), selected: idOf(p.uri) === chosen }, `${p.chain_label} (${p.stats.runs} runs)`)));
+    list.items.map((p) => h("option", { value: idOf(p.uri), selected: idOf(p.uri) === chosen }, `${p.chain_label} (${plural(p.stats.runs, "run")})`)));
   const target = chosen || (list.items[0] ? idOf(list.items[0].uri) : "");
   render("Quality", h("h1", {}, "Quality over time"), list.items.length ? h("div", { class: "row" }, sel) : h("p", { class: "muted" }, "No protocols yet."));
   if (!target) return;
@@ -587,7 +340,7 @@ async function pageQuality(params) {
 // --- router -------------------------------------------------------------------------------
 
 const ROUTES = [
-  [/^\/?$/, (m, p) => pageSearch(p), "search"],
+  [/^\/?$/, () => pageHome(), "home"],
   [/^\/search$/, (m, p) => pageSearch(p), "search"],
   [/^\/protocols$/, (m, p) => pageProtocols(p), "protocols"],
   [/^\/protocol\/([0-9a-f-]{36})$/, (m) => pageProtocol(m[1]), "protocols"],
@@ -609,18 +362,24 @@ async function route() {
   for (const [re, fn, nav] of ROUTES) {
     const m = path.match(re);
     if (!m) continue;
-    for (const a of document.querySelectorAll("[data-nav]")) {
-      if (a.dataset.nav === nav) a.setAttribute("aria-current", "page");
-      else a.removeAttribute("aria-current");
-    }
+    highlight(nav);
     try { await fn(m, params); } catch (e) {
-      render("Error", h("h1", {}, e.status === 404 ? "Not found" : "Something went wrong"), e instanceof ApiError ? errorBox(e) : h("pre", {}, String(e)));
+      render("Error", h("h1", {}, e.status === 404 ? "Not found" : "Something went wrong"), e instanceof ApiError ? problem(e) : h("pre", {}, String(e)));
     }
     main.dataset.ready = raw;
     return;
   }
-  render("Not found", h("h1", {}, "Not found"), h("p", {}, "No such page. ", h("a", { href: "#/" }, "Search")));
+  highlight(null);
+  render("Not found", h("h1", {}, "Not found"), h("p", {}, "No such page. ", h("a", { href: "#/" }, "Home")));
   main.dataset.ready = raw;
+}
+
+/** Mark the navigation link of the page shown (none for a page that does not exist). */
+function highlight(nav) {
+  for (const a of document.querySelectorAll("[data-nav]")) {
+    if (a.dataset.nav === nav) a.setAttribute("aria-current", "page");
+    else a.removeAttribute("aria-current");
+  }
 }
 
 window.addEventListener("hashchange", () => { route(); main.focus({ preventScroll: true }); });
