@@ -135,11 +135,12 @@ class Kairos:
         return self.listing.abort(run_id, caller, message)
 
     def metrics(self, uri: Any, caller: Caller = Caller()) -> dict[str, Any]:
-        """Quality metrics of the protocol that ``uri`` belongs to."""
+        """Quality metrics of the protocol that ``uri`` belongs to, as run in the caller's
+        space (a built-in protocol's are kept per space)."""
         with self.store.read() as repo:
             _, proto, rows = self.protocols.resolve(repo, uri, caller)
-            m = repo.protocol_metrics(proto["id"])
-            per_step = repo.step_metrics_of(proto["id"])
+            m = repo.protocol_metrics(proto["id"], caller.space)
+            per_step = repo.step_metrics_of(proto["id"], caller.space)
         base: dict[str, Any] = {"runs": 0, "successes": 0, "failures": 0, "quality_bonus": 0.0,
                 "last_outcome": None, "last_run_at": None, "per_model": {}}
         if m is not None:

@@ -312,7 +312,8 @@ class ProtocolService:
         new_rows = [_step_row(ids[i], pid, space, i, s, stamp) for i, s in enumerate(draft.steps)]
         repo.delete_steps(r["id"] for r in old_steps)
         repo.insert_steps(new_rows)
-        repo.create_metrics(pid, space, [r["id"] for r in new_rows])
+        if not builtin:  # a built-in's statistics are made per space that runs it
+            repo.create_metrics(pid, space, [r["id"] for r in new_rows])
         if self.search is not None and indexed is not None:
             spec, vectors = indexed
             self.search.index(repo, [replace(spec, entity_id=pid, updated_at=stamp)], vectors)

@@ -83,13 +83,18 @@ def test_replayed_nonce_is_refused(kairos: Kairos) -> None:
 
 
 @pytest.mark.req("D4-4")
-def test_superseded_nonce_is_refused(kairos: Kairos) -> None:
+def test_a_superseded_nonce_is_refused_and_changes_nothing(kairos: Kairos) -> None:
     steps, _ = mint_three(kairos)
     begun = kairos.begin(steps[0])
     refused = kairos.next(steps[1], shell_ok(begun["challenge"], exit_code=1))
-    stale = kairos.next(steps[1], shell_ok(begun["challenge"]))  # the superseded nonce
-    assert stale["error_code"] == "NONCE_MISMATCH" and stale["retry_count"] == 2
-    assert refused["challenge"]["nonce"] != stale["challenge"]["nonce"]
+    assert refused["retry_count"] == 1
+    with pytest.raises(KairosError) as info:  # the superseded nonce
+        kairos.next(steps[1], shell_ok(begun["challenge"]))
+    assert (info.value.code, info.value.field) == ("NO_ACTIVE_RUN", "solution")
+    # The live challenge is still the one the refusal showed, its retry not counted twice.
+    moved = kairos.next(steps[1], shell_ok(refused["challenge"]))
+    assert "error_code" not in moved
+    assert kairos.metrics(steps[0])["steps"][0]["refused"] == 1
 
 
 def test_next_without_a_run_is_a_structured_error(kairos: Kairos) -> None:
