@@ -85,13 +85,15 @@ def _methods(request: Request) -> list[str]:
 
 def create_app(kairos: Kairos, *, tokens: Mapping[str, str] | None = None,
                mcp_factory: McpFactory | None = None, host: str = "127.0.0.1",
-               mcp_stateless: bool = False, max_inflight: int | None = None) -> FastAPI:
+               mcp_stateless: bool = False, max_inflight: int | None = None,
+               max_queue: int | None = None, max_wait_ms: int | None = None) -> FastAPI:
     """One app for one service. ``tokens`` maps bearer token → space (empty: no auth, the
     configured space); ``host`` is where the server listens, for MCP's Host checks.
     ``mcp_stateless`` serves MCP without transport sessions, so replicas behind a load
     balancer need no sticky sessions (run state is in the database; a client's identity
     then comes from its X-CHL-Session header or its token). ``max_inflight`` bounds the
-    requests served at once (default: the configured limit)."""
+    requests served at once, ``max_queue`` those waiting for a slot and ``max_wait_ms``
+    their wait (default: the configured limits; see ``admission.Admission``)."""
     metrics = Metrics()
     mcp_server = (mcp_factory(identify=identify, observe=metrics.observe_tool)
                   if mcp_factory is not None else None)
@@ -156,6 +158,7 @@ def create_app(kairos: Kairos, *, tokens: Mapping[str, str] | None = None,
     auth = BearerAuth(tokens=dict(tokens or {}), default_space=str(kairos.settings.space),
                       mcp_path=mcp_path)
     app.add_middleware(Gate, auth=auth, metrics=metrics, limit=max_inflight,
+                       queue=max_queue, wait_ms=max_wait_ms,
                        host_guard=not tokens and host in LOCAL_HOSTS, mcp_path=mcp_path)
     return app
 

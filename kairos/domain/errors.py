@@ -105,14 +105,16 @@ class TooLargeError(KairosError):
 
 
 class OverloadedError(KairosError):
-    """More requests in flight than the server admits; retry after ``retry_after`` s."""
+    """Every slot taken and the wait queue full (or the wait too long); retry after
+    ``retry_after`` s."""
 
     status = 503
 
-    def __init__(self, limit: int, retry_after: int = 1) -> None:
+    def __init__(self, limit: int, queue: int, retry_after: int = 1) -> None:
         super().__init__(OVERLOADED,
-                         f"The server is busy ({limit} requests in flight); retry in "
-                         f"{retry_after} s.", details={"retry_after": retry_after})
+                         f"The server is busy ({limit} requests in flight, {queue} more "
+                         f"waiting); retry in {retry_after} s.",
+                         details={"retry_after": retry_after})
         self.retry_after = retry_after
 
 

@@ -134,6 +134,11 @@ class EntryService:
                "updated_at": stamp, **values}
         spec = entry_doc(kind, row)
         vectors = self.search.embed_docs([spec])
+        with self.store.serial(caller.space):
+            return self._write_in_turn(kind, row, values, spec, vectors, caller)
+
+    def _write_in_turn(self, kind: str, row: dict[str, Any], values: dict[str, Any],
+                       spec: Any, vectors: Any, caller: Caller) -> dict[str, Any]:
         for _ in range(_GUARD_ATTEMPTS):
             seen = self.search.version(caller.space, kind)
             check = self._duplicates(kind, caller.space, values, None, vectors)
@@ -153,6 +158,11 @@ class EntryService:
         if not updates:
             raise ValidationError("updates", "an object with the fields to change")
         cats = self._category_codes(caller.space)
+        with self.store.serial(caller.space):
+            return self._update_in_turn(entity_id, updates, cats, caller)
+
+    def _update_in_turn(self, entity_id: str, updates: dict[str, Any], cats: set[str],
+                        caller: Caller) -> dict[str, Any]:
         for _ in range(_GUARD_ATTEMPTS):
             with self.store.read() as repo:
                 kind, current = self._load(repo, entity_id, caller)

@@ -211,9 +211,16 @@ class ProtocolService:
 
     def _mint(self, drafts: list[markdown.ProtocolDraft], prepared: Sequence[Indexed],
               caller: Caller, llm_model_id: str | None, force_update: bool) -> dict[str, Any]:
-        """Check, then commit: the duplicate checks are plain reads before the write, and
-        the write guard (``SearchService.guard``) sends a mint back to check again when
-        another mint in the space committed in between."""
+        """Check, then commit, one writer of the space at a time (``Store.serial``): the
+        duplicate checks are plain reads before the write, and the write guard
+        (``SearchService.guard``) sends a mint back to check again should a writer that
+        did not wait its turn have committed in between."""
+        with self.store.serial(caller.space):
+            return self._mint_in_turn(drafts, prepared, caller, llm_model_id, force_update)
+
+    def _mint_in_turn(self, drafts: list[markdown.ProtocolDraft], prepared: Sequence[Indexed],
+                      caller: Caller, llm_model_id: str | None, force_update: bool
+                      ) -> dict[str, Any]:
         for _ in range(_GUARD_ATTEMPTS):
             seen = self.search.version(caller.space, "protocol") if self.search else 0
             checks = [self._check(d, p, caller.space, force_update)
@@ -417,6 +424,11 @@ class ProtocolService:
                 content = "\n".join(lines[first + 1:])
             else:
                 content = doc
+        with self.store.serial(caller.space):
+            return self._edit_in_turn(uri, caller, label, content)
+
+    def _edit_in_turn(self, uri: str, caller: Caller, label: str | None,
+                      content: str | None) -> dict[str, Any]:
         for _ in range(_GUARD_ATTEMPTS):
             with self.store.read() as repo:
                 step, proto, rows = self.resolve(repo, uri, caller, writable=True)
@@ -455,6 +467,10 @@ class ProtocolService:
         return {"results": results, "total_deleted": ok, "total_failed": len(results) - ok}
 
     def _delete_one(self, uri: str, caller: Caller, whole: bool) -> list[str]:
+        with self.store.serial(caller.space):
+            return self._delete_in_turn(uri, caller, whole)
+
+    def _delete_in_turn(self, uri: str, caller: Caller, whole: bool) -> list[str]:
         for _ in range(_GUARD_ATTEMPTS):
             with self.store.read() as repo:
                 step, proto, steps = self.resolve(repo, uri, caller, writable=True)

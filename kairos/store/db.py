@@ -15,6 +15,7 @@ from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.engine import Connection
 
 from .repo import Repo
+from .serial import SpaceLocks
 from .text_index import SQLITE_MATCHES, PgFts, SqliteFts, TextIndex
 from .vector_index import MemoryVectorIndex, PgVectorIndex, VectorIndex
 
@@ -106,6 +107,7 @@ class Store:
         # in growing steps (up to 100 ms) instead. Other processes still meet busy_timeout.
         self._writer: AbstractContextManager[Any] = (
             threading.Lock() if self.dialect == "sqlite" else nullcontext())
+        self._spaces = SpaceLocks(self.engine)
         if migrate_schema:
             migrate(self.engine)
 
@@ -125,5 +127,11 @@ class Store:
         with self.engine.connect() as conn, conn.begin():
             yield Repo(conn)
 
+    def serial(self, space: str) -> AbstractContextManager[None]:
+        """Held while one writer of ``space`` checks and then writes: the space's other
+        such writers wait their turn, in this process and in any other (``serial``)."""
+        return self._spaces.hold(space)
+
     def close(self) -> None:
+        self._spaces.close()
         self.engine.dispose()

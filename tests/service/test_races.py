@@ -167,3 +167,37 @@ def test_simultaneous_attests_of_each_run_count_each_run_once(kairos: Kairos,
     assert recount(kairos, steps[0]) == counted(kairos, steps[0])
     history = kairos.run_history()
     assert len(history) == 4 and {h["status"] for h in history} == {"finished"}
+
+
+# --- writers of one space take turns: no conflict reaches the client -------------------------
+
+@pytest.mark.parametrize("trial", RACE_TRIALS)
+def test_writers_of_one_space_take_turns_and_none_is_told_to_retry(kairos: Kairos,
+                                                                    trial: int) -> None:
+    """Writers that keep coming to one space (each thread mints, or edits one step, again
+    and again): every write is applied, none answers CONFLICT. Checked writes that merely
+    retried would let a slow writer lose to newcomers until it gave up."""
+    steps, _ = mint_three(kairos)
+    topics = ("billing", "search", "checkout", "login", "upload", "export", "mailer", "cache")
+
+    def writer(i: int) -> list[Any]:
+        out: list[Any] = []
+        for j in range(6):
+            try:
+                if i % 2:
+                    out.append(kairos.update(steps[1], updates={"content": f"Edit {i}-{j}."}))
+                else:
+                    topic = topics[(i + j) % 8]
+                    out.append(kairos.mint(
+                        f"# Restart the {topic} worker {i}-{j}\n\n## Restart\n\nRestart the "
+                        f"{topic} worker {i}-{j} and check that its queue drains.\n",
+                        force_update=True))
+            except KairosError as exc:
+                out.append(exc)
+        return out
+
+    results = [r for rs in _together(16, writer) for r in rs]
+    assert not [r for r in results if isinstance(r, KairosError)], [
+        r for r in results if isinstance(r, KairosError)][:3]
+    edits = [r for r in results if "total_updated" in r]
+    assert len(edits) == 48 and all(r["total_updated"] == 1 for r in edits), edits
