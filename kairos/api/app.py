@@ -23,13 +23,15 @@ from starlette.routing import Match
 from kairos.domain.errors import INTERNAL_ERROR
 
 from .. import version
+from ..domain import limits
 from ..domain.errors import NOT_FOUND, AuthError, KairosError
 from ..domain.requests import invalid
 from ..service import Kairos
 from . import openapi
-from .auth import LOCAL_HOSTS, BearerAuth, identify
+from .auth import LOCAL_HOSTS, BearerAuth, identify_mcp
 from .browse import router as browse_router
 from .guard import INTERNAL_BODY, Gate
+from .mcp_sessions import McpSessions
 from .metrics import Metrics
 from .routes import ROUTERS
 from .ui import mount_ui
@@ -95,7 +97,7 @@ def create_app(kairos: Kairos, *, tokens: Mapping[str, str] | None = None,
     requests served at once, ``max_queue`` those waiting for a slot and ``max_wait_ms``
     their wait (default: the configured limits; see ``admission.Admission``)."""
     metrics = Metrics()
-    mcp_server = (mcp_factory(identify=identify, observe=metrics.observe_tool)
+    mcp_server = (mcp_factory(identify=identify_mcp, observe=metrics.observe_tool)
                   if mcp_factory is not None else None)
 
     @contextlib.asynccontextmanager
@@ -147,9 +149,14 @@ def create_app(kairos: Kairos, *, tokens: Mapping[str, str] | None = None,
 
         security = (None if host in ("127.0.0.1", "localhost", "::1")
                     else TransportSecuritySettings(enable_dns_rebinding_protection=False))
-        mcp_app = mcp_server.streamable_http_app(streamable_http_path=MCP_PATH, host=host,
-                                                 transport_security=security,
-                                                 stateless_http=mcp_stateless)
+        mcp_app: Any = mcp_server.streamable_http_app(streamable_http_path=MCP_PATH, host=host,
+                                                      transport_security=security,
+                                                      stateless_http=mcp_stateless)
+        if not mcp_stateless:
+            manager = mcp_server.session_manager
+            # The SDK's table of the sessions it serves: one forgets an idle session there.
+            mcp_app = McpSessions(mcp_app, lambda: manager._server_instances,
+                                  lambda: limits.current().mcp_sessions, MCP_PATH)
         app.router.add_route(MCP_PATH, mcp_app, include_in_schema=False)
 
     mcp_path = MCP_PATH if mcp_server is not None else None

@@ -25,6 +25,7 @@ UPSTREAM_UNAVAILABLE = "UPSTREAM_UNAVAILABLE"
 REQUEST_TOO_LARGE = "REQUEST_TOO_LARGE"
 OVERLOADED = "OVERLOADED"
 MISDIRECTED_REQUEST = "MISDIRECTED_REQUEST"
+TOO_MANY_SESSIONS = "TOO_MANY_SESSIONS"
 
 
 class KairosError(Exception):
@@ -128,3 +129,16 @@ class MisdirectedError(KairosError):
                          f"Host {host!r} is not served here: without API tokens only "
                          f"loopback names ({allowed}) are accepted.",
                          field="host", expected=allowed)
+
+
+class SessionLimitError(KairosError):
+    """A credential that already holds as many MCP sessions as it may."""
+
+    status = 429
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(TOO_MANY_SESSIONS,
+                         f"This credential already holds {limit} open MCP sessions, the most "
+                         "it may: end one (DELETE /mcp with its mcp-session-id header) or "
+                         "let one idle out, then open a new one.",
+                         details={"limit": limit})
