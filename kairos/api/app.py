@@ -53,7 +53,10 @@ never imports the MCP surface."""
 
 async def _kairos_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, KairosError)
-    headers = {"WWW-Authenticate": 'Bearer realm="kairos"'} if isinstance(exc, AuthError) else None
+    headers = {"WWW-Authenticate": 'Bearer realm="kairos"'} if isinstance(exc, AuthError) else {}
+    retry_after = getattr(exc, "retry_after", None)
+    if retry_after is not None:  # a state of the server, not of the request: ask again
+        headers["Retry-After"] = str(retry_after)
     return JSONResponse(exc.to_dict(), status_code=exc.status, headers=headers)
 
 
@@ -135,6 +138,7 @@ def create_app(kairos: Kairos, *, tokens: Mapping[str, str] | None = None,
         except Exception as exc:
             log.exception("health check failed")
             return JSONResponse({"status": "unhealthy", "store": {"ok": False},
+                                 "embedder": {}, "index": {},
                                  "error": type(exc).__name__}, status_code=503)
         return JSONResponse(body, status_code=200 if body.get("status") == "healthy" else 503)
 

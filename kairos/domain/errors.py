@@ -26,6 +26,10 @@ REQUEST_TOO_LARGE = "REQUEST_TOO_LARGE"
 OVERLOADED = "OVERLOADED"
 MISDIRECTED_REQUEST = "MISDIRECTED_REQUEST"
 TOO_MANY_SESSIONS = "TOO_MANY_SESSIONS"
+# Faults of the storage: a state the server is in, not a problem of the request.
+STORAGE_FULL = "STORAGE_FULL"
+STORAGE_READ_ONLY = "STORAGE_READ_ONLY"
+DATABASE_UNAVAILABLE = "DATABASE_UNAVAILABLE"
 
 
 class KairosError(Exception):
@@ -142,3 +146,24 @@ class SessionLimitError(KairosError):
                          "it may: end one (DELETE /mcp with its mcp-session-id header) or "
                          "let one idle out, then open a new one.",
                          details={"limit": limit})
+
+
+_FAULTS = {
+    STORAGE_FULL: "The storage of {where} is full",
+    STORAGE_READ_ONLY: "The storage of {where} is read-only",
+    DATABASE_UNAVAILABLE: "The database ({where}) cannot be reached",
+}
+
+
+class StorageError(KairosError):
+    """The storage cannot serve the request (full, read-only, unreachable): nothing of it
+    was written. ``code`` says which; retry once the operator has fixed it."""
+
+    status = 503
+    retry_after = 5
+
+    def __init__(self, code: str, where: str, reason: str = "") -> None:
+        detail = f" ({reason})" if reason else ""
+        super().__init__(code, _FAULTS[code].format(where=where) + detail
+                         + ": nothing was written. Retry once it is fixed.",
+                         details={"retry_after": self.retry_after})
