@@ -43,6 +43,8 @@ class SpaceLocks:
         self.postgres = engine.dialect.name == "postgresql"
         self._guard = threading.Lock()
         self._locks: dict[str, list[Any]] = {}  # space → [lock, holders and waiters]
+        size = getattr(engine.pool, "size", lambda: 8)()
+        self._holders = threading.BoundedSemaphore(max(1, size // 2))
         database = engine.url.database if engine.dialect.name == "sqlite" else None
         self._path = (Path(f"{database}.locks") if database and database != ":memory:"
                       and fcntl is not None else None)
@@ -54,7 +56,9 @@ class SpaceLocks:
     def hold(self, space: str) -> Iterator[None]:
         with self._local(space):
             if self.postgres:
-                with self.engine.connect() as conn, conn.begin():
+                # Each holder keeps a connection besides the ones its write uses: at most
+                # half the pool holds one, so the writes always find a connection.
+                with self._holders, self.engine.connect() as conn, conn.begin():
                     conn.execute(text("SELECT pg_advisory_xact_lock(:key)"),
                                  {"key": space_key(space)})
                     yield

@@ -6,26 +6,21 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
-from functools import partial
 from typing import Any
 
 import httpx
 import pytest
 
-from kairos.api import create_app
 from kairos.domain import limits
 from kairos.domain.errors import KairosError
 from kairos.domain.texts import CREATE_PROTOCOL_URI
-from kairos.mcp import ServiceRef, build_server
 from kairos.service import Caller, Kairos
-from tests.conftest import BASE, RACE_TRIALS
+from tests.conftest import RACE_TRIALS, in_process
 from tests.service.test_races import _together
 from tests.spec.seedkit import mint_three, shell_ok
+from tests.surfaces.test_auth import TOKENS, A, B
 
 A_SPACE, B_SPACE = Caller(space="A", id="agent-1"), Caller(space="B", id="agent-1")
-TOKENS = {"alpha-secret": "A", "beta-secret": "B"}
-A = {"Authorization": "Bearer alpha-secret"}
-B = {"Authorization": "Bearer beta-secret"}
 MCP = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
 INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
               "params": {"protocolVersion": "2025-06-18", "capabilities": {},
@@ -106,10 +101,7 @@ def test_a_spent_nonce_is_inert(kairos: Kairos, trial: int) -> None:
 
 @pytest.fixture
 async def http(kairos: Kairos) -> AsyncIterator[httpx.AsyncClient]:
-    app = create_app(kairos, tokens=TOKENS,
-                     mcp_factory=partial(build_server, ServiceRef.of(kairos)))
-    async with app.router.lifespan_context(app), httpx.AsyncClient(
-            transport=httpx.ASGITransport(app=app), base_url=BASE) as client:
+    async with in_process(kairos, tokens=TOKENS) as client:
         yield client
 
 

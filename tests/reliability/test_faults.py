@@ -16,8 +16,7 @@ import subprocess
 import sys
 import threading
 import uuid
-from collections.abc import AsyncIterator, Iterator
-from functools import partial
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,12 +24,11 @@ import httpx
 import pytest
 from sqlalchemy import make_url, text
 
-from kairos.api import create_app
 from kairos.config import load_settings
 from kairos.mcp import ServiceRef, build_server
 from kairos.service import Kairos
 from kairos.store import db
-from tests.conftest import BASE, PG_URL, make_kairos
+from tests.conftest import PG_URL, in_process, make_kairos
 
 pytestmark = pytest.mark.anyio
 DOC = "# Rotate the signing keys\n\n## Rotate\n\nRotate the release signing keys.\n"
@@ -68,14 +66,6 @@ def _sqlite(home: Path) -> Kairos:
     return Kairos(settings, background=False)
 
 
-@contextlib.asynccontextmanager
-async def _http(kairos: Kairos) -> AsyncIterator[httpx.AsyncClient]:
-    app = create_app(kairos, mcp_factory=partial(build_server, ServiceRef.of(kairos)))
-    async with app.router.lifespan_context(app), httpx.AsyncClient(
-            transport=httpx.ASGITransport(app=app), base_url=BASE) as client:
-        yield client
-
-
 async def _refused(http: httpx.AsyncClient, code: str) -> None:
     """A write on REST and a tool call on MCP answer the fault; /health reports it."""
     minted = await http.post("/api/v1/protocols", json={"markdown_doc": SECOND})
@@ -108,12 +98,12 @@ async def test_a_full_disk_answers_503_storage_full_and_writes_nothing(disk: Pat
         with filler.open("wb") as out, contextlib.suppress(OSError):
             while True:
                 out.write(b"\0" * 65536)
-        async with _http(kairos) as http:
+        async with in_process(kairos) as http:
             await _refused(http, "STORAGE_FULL")
             assert (await http.get("/api/v1/protocols")).json()["total"] == 1  # reads work
         assert await _mcp_error(kairos) == "STORAGE_FULL"
         filler.unlink()
-        async with _http(kairos) as http:
+        async with in_process(kairos) as http:
             assert (await http.get("/health")).status_code == 200
             # Nothing of the refused mints was kept: the same title mints as new.
             minted = await http.post("/api/v1/protocols", json={"markdown_doc": SECOND})
@@ -129,12 +119,12 @@ async def test_read_only_storage_answers_503_storage_read_only(disk: Path) -> No
         kairos.mint(DOC)
         kairos.store.close()  # no file held open for writing: the disk may go read-only
         _remount(disk, "ro")
-        async with _http(kairos) as http:
+        async with in_process(kairos) as http:
             await _refused(http, "STORAGE_READ_ONLY")
         assert await _mcp_error(kairos) == "STORAGE_READ_ONLY"
         kairos.store.close()
         _remount(disk, "rw")
-        async with _http(kairos) as http:
+        async with in_process(kairos) as http:
             assert (await http.get("/health")).status_code == 200
             minted = await http.post("/api/v1/protocols", json={"markdown_doc": SECOND})
             assert minted.status_code == 201
@@ -184,7 +174,7 @@ async def test_a_read_only_postgresql_answers_503_storage_read_only(
     with kairos.store.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as c:
         c.execute(text(f"ALTER DATABASE {name} SET default_transaction_read_only = on"))
     kairos.store.engine.dispose()  # new sessions start read-only, as on a standby
-    async with _http(kairos) as http:
+    async with in_process(kairos) as http:
         await _refused(http, "STORAGE_READ_ONLY")
         assert (await http.get("/api/v1/protocols")).json()["total"] == 1  # reads work
 
@@ -251,7 +241,7 @@ async def test_a_database_that_is_down_answers_503_database_unavailable(
                          KAIROS_DATABASE_URL=url.render_as_string(hide_password=False))
     steps = [s["uri"] for s in kairos.mint(DOC)["items"][0]["steps"]]
     proxy.stop()
-    async with _http(kairos) as http:
+    async with in_process(kairos) as http:
         await _refused(http, "DATABASE_UNAVAILABLE")
         begun = await http.post("/api/v1/runs/begin", json={"uri": steps[0]})
         assert begun.status_code == 503 and begun.json()["error_code"] == "DATABASE_UNAVAILABLE"
