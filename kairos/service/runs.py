@@ -1,10 +1,11 @@
 """Use cases for execution: begin, next, attest, verify — thin drivers of the pure engine.
 
-Every change of a run is a compare-and-swap on its version (``Repo.swap_run``), made on
-the row as it is now (``Repo.locked_run``: PostgreSQL locks it; SQLite has one writer):
-an answer or an outcome is recorded once, and a writer that lost the swap does the whole
-call again on the run as the winner left it. The statistics a call changes are gathered
-in one ``Counts`` and written last, in one lock order (``store.counts``).
+Every change of a run is a compare-and-swap on its version (``Repo.swap_run``): an answer
+or an outcome is recorded once, and a writer that lost the swap does the whole call again
+on the run as the winner left it — then read under its lock (``Repo.locked_run``), so
+writers of one run take turns and each one's swap succeeds (SQLite has one writer: its
+swaps never lose). The statistics a call changes are gathered in one ``Counts`` and
+written last, in one lock order (``store.counts``).
 """
 
 from __future__ import annotations
@@ -36,12 +37,13 @@ class _Lost(Exception):
     """Another writer changed the run between its read and this call's swap."""
 
 
-def _retrying(call: Callable[[], T], doing: str) -> T:
-    """``call`` again while it loses the run to another writer (its transaction rolled
-    back, nothing of it written)."""
-    for _ in range(_SWAP_ATTEMPTS):
+def _retrying(call: Callable[[bool], T], doing: str) -> T:
+    """``call(False)``: on the run as read. While it loses the run to another writer (its
+    transaction rolled back, nothing of it written), ``call(True)``: on the run read under
+    its lock."""
+    for attempt in range(_SWAP_ATTEMPTS):
         try:
-            return call()
+            return call(attempt > 0)
         except _Lost:
             continue
     raise KairosError(errors.CONFLICT, f"The run changed while {doing}; retry the call.")
@@ -110,7 +112,7 @@ class RunService:
     def next(self, uri: Any, solution: Any, caller: Caller) -> dict[str, Any]:
         nonce = _nonce_of(solution)
 
-        def answer() -> dict[str, Any]:
+        def answer(locked: bool) -> dict[str, Any]:
             with self.store.write() as repo:
                 ctx = self.protocols.run_context(repo, uri, caller, nonce)
                 if ctx.step["position"] == 0:
@@ -119,7 +121,8 @@ class RunService:
                         message=f"{uri} is step 1: call kairos_begin with it to start a run; "
                                 "kairos_next takes the URI that next_action names.")
                 refused_at = ctx.step["position"] - 1
-                run = self._find_run(repo, ctx, caller, nonce, refused_at, (engine.ACTIVE,))
+                run = self._find_run(repo, ctx, caller, nonce, refused_at, (engine.ACTIVE,),
+                                     locked)
                 if run is None:
                     raise KairosError(
                         errors.NO_ACTIVE_RUN,
@@ -144,11 +147,11 @@ class RunService:
         limits.check_length(message, "message", limits.current().message_chars)
         nonce = _nonce_of(solution)
 
-        def record() -> dict[str, Any]:
+        def record(locked: bool) -> dict[str, Any]:
             with self.store.write() as repo:
                 ctx = self.protocols.run_context(repo, uri, caller, nonce)
                 statuses = (engine.ACTIVE, engine.COMPLETED, engine.FINISHED)
-                run = self._find_run(repo, ctx, caller, nonce, None, statuses)
+                run = self._find_run(repo, ctx, caller, nonce, None, statuses, locked)
                 if run is None:
                     raise KairosError(
                         errors.NO_ACTIVE_RUN,
@@ -176,9 +179,10 @@ class RunService:
     def abort(self, run_id: Any, caller: Caller, reason: str) -> dict[str, Any]:
         """Finish an active or completed run as failed at the step it waits on."""
 
-        def record() -> dict[str, Any]:
+        def record(locked: bool) -> dict[str, Any]:
             with self.store.write() as repo:
-                run = repo.locked_run(self._own_run(repo, run_id, caller))
+                own = self._own_run(repo, run_id, caller)
+                run = repo.locked_run(own) if locked else own
                 if run is None:
                     raise _Lost
                 if run["status"] == engine.FINISHED:
@@ -252,8 +256,9 @@ class RunService:
 
     @staticmethod
     def _find_run(repo: Repo, ctx: RunContext, caller: Caller, nonce: str | None,
-                  step_index: int | None, statuses: tuple[str, ...]) -> RunRow | None:
-        """The run an answer is for, as it is now (``Repo.locked_run``): the one that
+                  step_index: int | None, statuses: tuple[str, ...],
+                  locked: bool) -> RunRow | None:
+        """The run an answer is for (read under its lock when ``locked``): the one that
         issued the solution's nonce (``ctx.run``); failing that, the caller's most recent
         run of this protocol in its space that waits at ``step_index`` (DESIGN section 4).
 
@@ -262,7 +267,7 @@ class RunService:
         and is refused, so an old nonce read from a proof log cannot rotate the live one."""
         protocol_id = ctx.protocol["id"]
         if ctx.run is not None and ctx.run["space"] == caller.space:
-            run = repo.locked_run(ctx.run)
+            run = repo.locked_run(ctx.run) if locked else ctx.run
             if run is None:
                 raise _Lost
             if run["nonce"] != nonce:
@@ -274,8 +279,8 @@ class RunService:
             if _waits(run, protocol_id, step_index, statuses):
                 return run
         found = repo.latest_run(caller.space, caller.id, protocol_id, statuses, step_index)
-        if found is None:
-            return None
+        if found is None or not locked:
+            return found
         run = repo.locked_run(found)
         if run is None or not _waits(run, protocol_id, step_index, statuses):
             raise _Lost  # it moved on before it was locked: find the run again

@@ -204,9 +204,9 @@ class Repo:
         return self.conn.execute(q).mappings().first()
 
     def locked_run(self, run: Mapping[Any, Any]) -> Mapping[Any, Any] | None:
-        """``run`` as it is now, locked until this write commits (PostgreSQL: a writer
-        that wants it waits, then reads what this one wrote). Under SQLite's one writer
-        the row read in this transaction is already that."""
+        """``run`` as it is now, locked until this write commits (PostgreSQL: another
+        writer that wants it waits, then reads what this one wrote). Under SQLite's one
+        writer the row read in this transaction is already that."""
         if self.one_writer:
             return run
         return self.conn.execute(_LOCK_RUN, {"b_id": run["id"]}).mappings().first()
