@@ -45,9 +45,11 @@ _RUN = select(t.runs).where(t.runs.c.id == bindparam("b_id"))
 _STEPS_OF = (select(t.steps).where(t.steps.c.protocol_id == bindparam("b_protocol"))
              .order_by(t.steps.c.position))
 #: The run loop's compare-and-swap: the UPDATE applies only to the version of the run that
-#: was read, and adds one to it.
+#: was read, and adds one to it. Its pending nonce is compared too, so a writer that moves
+#: a run on without counting its version (one that clears the nonce) still wins over it.
 _SWAP = (update(t.runs).where(t.runs.c.id == bindparam("b_id"),
-                              t.runs.c.version == bindparam("b_version"))
+                              t.runs.c.version == bindparam("b_version"),
+                              t.runs.c.nonce.is_not_distinct_from(bindparam("b_nonce")))
          .values(version=t.runs.c.version + 1))
 _LOCK_RUN = _RUN.with_for_update()
 _INSERT_RUN = insert(t.runs)
@@ -216,7 +218,7 @@ class Repo:
         conditional write that makes a nonce single-use and an outcome recorded once,
         across threads and replicas. False: another writer changed it first."""
         res = self.conn.execute(_SWAP, {"b_id": run["id"], "b_version": run["version"],
-                                        **values})
+                                        "b_nonce": run["nonce"], **values})
         return res.rowcount == 1
 
     def insert_nonce(self, nonce: str, run_id: str, step_index: int, attempt: int,

@@ -278,3 +278,18 @@ def test_run_history_and_proof_log(kairos: Kairos) -> None:
     with pytest.raises(KairosError):
         kairos.verify_run(done["run_id"], Caller(space="other"))
 
+
+
+def test_a_swap_applies_only_to_the_run_as_it_was_read(kairos: Kairos) -> None:
+    """The compare-and-swap refuses a run that changed since it was read: a change that
+    counted its version, and one that cleared the pending nonce without counting it."""
+    steps, _ = mint_three(kairos)
+    kairos.begin(steps[0])
+    run_id = kairos.run_history()[0]["run_id"]
+    for change in ({"version": schema.runs.c.version + 1}, {"nonce": None, "challenge": None}):
+        with kairos.store.write() as repo:
+            read = dict(repo.run(run_id) or {})
+            repo.conn.execute(update(schema.runs).where(schema.runs.c.id == run_id)
+                              .values(**change))
+            assert repo.swap_run(read, status="finished", outcome="failure") is False
+            assert repo.swap_run(dict(repo.run(run_id) or {}), message="as it is") is True
