@@ -25,6 +25,7 @@ from ..search.service import DUPLICATE_SEQ, SearchService
 from ..store.db import Store
 from ..store.repo import Repo, Row
 from .clock import now
+from .turns import in_turn
 
 BUILTIN_SPACE = "_builtin"
 _GUARD_ATTEMPTS = 20
@@ -209,18 +210,12 @@ class ProtocolService:
             seen.add(title_key(d.title))
         return drafts
 
+    @in_turn
     def _mint(self, drafts: list[markdown.ProtocolDraft], prepared: Sequence[Indexed],
               caller: Caller, llm_model_id: str | None, force_update: bool) -> dict[str, Any]:
-        """Check, then commit, one writer of the space at a time (``Store.serial``): the
-        duplicate checks are plain reads before the write, and the write guard
-        (``SearchService.guard``) sends a mint back to check again should a writer that
-        did not wait its turn have committed in between."""
-        with self.store.serial(caller.space):
-            return self._mint_in_turn(drafts, prepared, caller, llm_model_id, force_update)
-
-    def _mint_in_turn(self, drafts: list[markdown.ProtocolDraft], prepared: Sequence[Indexed],
-                      caller: Caller, llm_model_id: str | None, force_update: bool
-                      ) -> dict[str, Any]:
+        """Check, then commit, in the space's turn: the duplicate checks are plain reads
+        before the write, and the write guard (``SearchService.guard``) sends a mint back
+        to check again should a writer that did not wait its turn have committed since."""
         for _ in range(_GUARD_ATTEMPTS):
             seen = self.search.version(caller.space, "protocol") if self.search else 0
             checks = [self._check(d, p, caller.space, force_update)
@@ -410,6 +405,7 @@ class ProtocolService:
         ok = sum(r["status"] == "updated" for r in results)
         return {"results": results, "total_updated": ok, "total_failed": len(results) - ok}
 
+    @in_turn
     def _update_one(self, uri: str, caller: Caller, doc: str | None,
                     change: rq.StepChange) -> dict[str, Any]:
         label, content = change.label, change.content
@@ -424,11 +420,6 @@ class ProtocolService:
                 content = "\n".join(lines[first + 1:])
             else:
                 content = doc
-        with self.store.serial(caller.space):
-            return self._edit_in_turn(uri, caller, label, content)
-
-    def _edit_in_turn(self, uri: str, caller: Caller, label: str | None,
-                      content: str | None) -> dict[str, Any]:
         for _ in range(_GUARD_ATTEMPTS):
             with self.store.read() as repo:
                 step, proto, rows = self.resolve(repo, uri, caller, writable=True)
@@ -466,11 +457,8 @@ class ProtocolService:
         ok = sum(r["status"] == "deleted" for r in results)
         return {"results": results, "total_deleted": ok, "total_failed": len(results) - ok}
 
+    @in_turn
     def _delete_one(self, uri: str, caller: Caller, whole: bool) -> list[str]:
-        with self.store.serial(caller.space):
-            return self._delete_in_turn(uri, caller, whole)
-
-    def _delete_in_turn(self, uri: str, caller: Caller, whole: bool) -> list[str]:
         for _ in range(_GUARD_ATTEMPTS):
             with self.store.read() as repo:
                 step, proto, steps = self.resolve(repo, uri, caller, writable=True)
