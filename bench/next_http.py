@@ -24,11 +24,12 @@ the largest level, so that every agent is served; the server's own default, 16, 
 answer the others 503). A 503 is retried after its Retry-After and counted.
 
 Per level: ``kairos_next`` calls/s and all calls/s (begin, next and attest) completed inside
-the window, p50/p99 of one ``next`` and of a whole run (begin → next × 9 → attest), and each
-throughput over the floor's calls/s at the same concurrency with the same number of
-processes. The client is one asyncio process on the same machine (a minimal HTTP/1.1 client
-over raw streams, so that the client takes as little of the shared cores as it can); it
-records its own CPU time, reported as a share of the window.
+the window, p50/p99 of one ``next`` and of a whole run (begin → next × 9 → attest), answers
+5xx, each throughput over the floor's calls/s at the same concurrency with the same number
+of processes, and PostgreSQL's next/s over SQLite's (same processes, same run). The client
+is one asyncio process on the same machine (a minimal HTTP/1.1 client over raw streams, so
+that the client takes as little of the shared cores as it can); it records its own CPU
+time, reported as a share of the window.
 
 Prints a table and writes ``bench/results/next_http.json``.
 """
@@ -81,7 +82,9 @@ except ImportError:  # the client works without it, only slower
 # --- a minimal HTTP/1.1 client ---------------------------------------------------------------
 
 class HttpError(Exception):
-    pass
+    def __init__(self, message: str, status: int = 0) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 class Conn:
@@ -93,6 +96,7 @@ class Conn:
         self.head = (f"Host: {host}:{port}\r\nContent-Type: application/json\r\n"
                      f"Accept: application/json\r\n{extra}")
         self.refused = 0
+        self.retry_after: str | None = None  # the last response's Retry-After header
         self.reader: asyncio.StreamReader | None = None
         self.writer: asyncio.StreamWriter | None = None
 
@@ -110,10 +114,13 @@ class Conn:
         lines = head.decode("latin-1").split("\r\n")
         status = int(lines[0].split(" ", 2)[1])
         length, chunked, close = None, False, False
+        self.retry_after = None
         for line in lines[1:]:
             name, _, value = line.partition(":")
             name = name.strip().lower()
-            if name == "content-length":
+            if name == "retry-after":
+                self.retry_after = value.strip()
+            elif name == "content-length":
                 length = int(value)
             elif name == "transfer-encoding" and "chunked" in value.lower():
                 chunked = True
@@ -145,7 +152,7 @@ class Conn:
             self.refused += 1
             await asyncio.sleep(float(body.get("details", {}).get("retry_after", 1)))
         if status >= 400 or "error_code" in body:
-            raise HttpError(f"{path}: {status} {body.get('error_code')}")
+            raise HttpError(f"{path}: {status} {body.get('error_code')}", status)
         return dict(body)
 
     async def close(self) -> None:
@@ -175,6 +182,7 @@ async def drive(ports: list[int], n: int, seconds: float, steps: list[str] | Non
     calls: list[float] = []
     runs: list[float] = []
     failures: list[str] = []
+    server_errors = [0]
     refused = [0]
     stop = asyncio.Event()
 
@@ -214,6 +222,7 @@ async def drive(ports: list[int], n: int, seconds: float, steps: list[str] | Non
                         runs.append(clock() - started)
                 except (HttpError, KeyError, ValueError, OSError) as exc:
                     failures.append(f"{type(exc).__name__}: {exc}"[:200])
+                    server_errors[0] += getattr(exc, "status", 0) >= 500
         finally:
             for conn in conns:
                 refused[0] += conn.refused
@@ -231,7 +240,8 @@ async def drive(ports: list[int], n: int, seconds: float, steps: list[str] | Non
     out: dict[str, Any] = {
         "agents": n, "seconds": round(elapsed, 2),
         "calls_per_second": round(len(calls) / elapsed, 1), "call": stats(calls),
-        "failures": len(failures), "first_failure": failures[:1], "refused_503": refused[0],
+        "failures": len(failures), "first_failure": failures[:1],
+        "server_errors_5xx": server_errors[0], "refused_503": refused[0],
         "client_cpu_share": round(client_cpu / elapsed, 2), "load": load_now()}
     if steps is not None:
         out.update(next_per_second=round(len(nexts) / elapsed, 1), next=stats(nexts),
@@ -430,7 +440,16 @@ def main() -> None:
 
 
 def ratios(result: dict[str, Any]) -> None:
-    """Each setup's calls/s over the floor's with the same number of processes."""
+    """Each setup's calls/s over the floor's with the same number of processes, and
+    PostgreSQL's next/s over SQLite's with the same number of processes."""
+    for name, setup in result["setups"].items():
+        if name.startswith("PostgreSQL"):
+            n = setup["processes"]
+            sqlite = result["setups"].get(f"SQLite, {n} worker{'s' if n > 1 else ''}")
+            for level, r in setup["levels"].items():
+                s = (sqlite or {}).get("levels", {}).get(level)
+                if s and s.get("next_per_second"):
+                    r["over_sqlite"] = round(r["next_per_second"] / s["next_per_second"], 3)
     for setup in result["setups"].values():
         floor = result["setups"].get(f"floor ×{setup['processes']}")
         if floor is None:
@@ -442,19 +461,21 @@ def ratios(result: dict[str, Any]) -> None:
 
 
 def table(result: dict[str, Any]) -> None:
-    head = ("setup", "agents", "next/s", "calls/s", "÷ floor", "next p50/p99 ms",
-            "run p50/p99 ms", "client CPU", "load")
+    head = ("setup", "agents", "next/s", "÷ SQLite", "calls/s", "÷ floor", "next p50/p99 ms",
+            "run p50/p99 ms", "5xx", "client CPU", "load")
     rows = []
     for name, setup in result["setups"].items():
         for n, r in setup["levels"].items():
             nx, run, call = r.get("next"), r.get("run"), r["call"]
             rows.append((
                 name, n, f"{r['next_per_second']:.0f}" if "next_per_second" in r else "–",
+                f"{r['over_sqlite']:.0%}" if "over_sqlite" in r else "–",
                 f"{r['calls_per_second']:.0f}",
                 f"{r['over_floor']:.0%}" if "over_floor" in r else "–",
                 f"{nx['p50_ms']:.1f} / {nx['p99_ms']:.1f}" if nx else
                 f"{call['p50_ms']:.1f} / {call['p99_ms']:.1f}",
                 f"{run['p50_ms']:.0f} / {run['p99_ms']:.0f}" if run else "–",
+                str(r.get("server_errors_5xx", "–")),
                 f"{r['client_cpu_share']:.2f}", f"{r['load']}"))
     widths = [max(len(str(x)) for x in col) for col in zip(head, *rows, strict=True)]
     for row in (head, *rows):

@@ -86,6 +86,9 @@ class _Values(BaseModel):
     max_message_chars: int = Field(ge=1)
     max_json_depth: int = Field(ge=1)
     max_inflight: int = Field(ge=1)
+    max_queue: int = Field(ge=1)
+    max_wait_ms: int = Field(ge=1)
+    max_mcp_sessions: int = Field(ge=1)
 
 
 #: KAIROS_* variables that are read outside the settings (by the MCP forwarder, the error

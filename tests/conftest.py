@@ -7,12 +7,14 @@ table emptied before each test.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
 from collections.abc import AsyncIterator, Iterator
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -118,15 +120,24 @@ def caller() -> Caller:
 BASE = "http://127.0.0.1:8765"
 
 
-@pytest.fixture
-async def http(kairos: Kairos) -> AsyncIterator[httpx.AsyncClient]:
-    """The REST app (with MCP inside) in process, on the test's store."""
+@contextlib.asynccontextmanager
+async def in_process(kairos: Kairos, **options: Any) -> AsyncIterator[httpx.AsyncClient]:
+    """A client of the REST app (with MCP inside) of ``kairos``, served in process;
+    ``options`` go to ``create_app``."""
     from kairos.api import create_app
     from kairos.mcp import ServiceRef, build_server
 
-    app = create_app(kairos, mcp_factory=partial(build_server, ServiceRef.of(kairos)))
+    app = create_app(kairos, mcp_factory=partial(build_server, ServiceRef.of(kairos)),
+                     **options)
     async with app.router.lifespan_context(app), httpx.AsyncClient(
             transport=httpx.ASGITransport(app=app), base_url=BASE) as client:
+        yield client
+
+
+@pytest.fixture
+async def http(kairos: Kairos) -> AsyncIterator[httpx.AsyncClient]:
+    """The REST app (with MCP inside) in process, on the test's store."""
+    async with in_process(kairos) as client:
         yield client
 
 

@@ -23,13 +23,15 @@ from starlette.routing import Match
 from kairos.domain.errors import INTERNAL_ERROR
 
 from .. import version
+from ..domain import limits
 from ..domain.errors import NOT_FOUND, AuthError, KairosError
 from ..domain.requests import invalid
 from ..service import Kairos
 from . import openapi
-from .auth import LOCAL_HOSTS, BearerAuth, identify
+from .auth import LOCAL_HOSTS, BearerAuth, identify_mcp
 from .browse import router as browse_router
 from .guard import INTERNAL_BODY, Gate
+from .mcp_sessions import McpSessions
 from .metrics import Metrics
 from .routes import ROUTERS
 from .ui import mount_ui
@@ -51,7 +53,10 @@ never imports the MCP surface."""
 
 async def _kairos_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, KairosError)
-    headers = {"WWW-Authenticate": 'Bearer realm="kairos"'} if isinstance(exc, AuthError) else None
+    headers = {"WWW-Authenticate": 'Bearer realm="kairos"'} if isinstance(exc, AuthError) else {}
+    retry_after = getattr(exc, "retry_after", None)
+    if retry_after is not None:  # a state of the server, not of the request: ask again
+        headers["Retry-After"] = str(retry_after)
     return JSONResponse(exc.to_dict(), status_code=exc.status, headers=headers)
 
 
@@ -85,15 +90,17 @@ def _methods(request: Request) -> list[str]:
 
 def create_app(kairos: Kairos, *, tokens: Mapping[str, str] | None = None,
                mcp_factory: McpFactory | None = None, host: str = "127.0.0.1",
-               mcp_stateless: bool = False, max_inflight: int | None = None) -> FastAPI:
+               mcp_stateless: bool = False, max_inflight: int | None = None,
+               max_queue: int | None = None, max_wait_ms: int | None = None) -> FastAPI:
     """One app for one service. ``tokens`` maps bearer token → space (empty: no auth, the
     configured space); ``host`` is where the server listens, for MCP's Host checks.
     ``mcp_stateless`` serves MCP without transport sessions, so replicas behind a load
     balancer need no sticky sessions (run state is in the database; a client's identity
     then comes from its X-CHL-Session header or its token). ``max_inflight`` bounds the
-    requests served at once (default: the configured limit)."""
+    requests served at once, ``max_queue`` those waiting for a slot and ``max_wait_ms``
+    their wait (default: the configured limits; see ``admission.Admission``)."""
     metrics = Metrics()
-    mcp_server = (mcp_factory(identify=identify, observe=metrics.observe_tool)
+    mcp_server = (mcp_factory(identify=identify_mcp, observe=metrics.observe_tool)
                   if mcp_factory is not None else None)
 
     @contextlib.asynccontextmanager
@@ -131,6 +138,7 @@ def create_app(kairos: Kairos, *, tokens: Mapping[str, str] | None = None,
         except Exception as exc:
             log.exception("health check failed")
             return JSONResponse({"status": "unhealthy", "store": {"ok": False},
+                                 "embedder": {}, "index": {},
                                  "error": type(exc).__name__}, status_code=503)
         return JSONResponse(body, status_code=200 if body.get("status") == "healthy" else 503)
 
@@ -145,9 +153,14 @@ def create_app(kairos: Kairos, *, tokens: Mapping[str, str] | None = None,
 
         security = (None if host in ("127.0.0.1", "localhost", "::1")
                     else TransportSecuritySettings(enable_dns_rebinding_protection=False))
-        mcp_app = mcp_server.streamable_http_app(streamable_http_path=MCP_PATH, host=host,
-                                                 transport_security=security,
-                                                 stateless_http=mcp_stateless)
+        mcp_app: Any = mcp_server.streamable_http_app(streamable_http_path=MCP_PATH, host=host,
+                                                      transport_security=security,
+                                                      stateless_http=mcp_stateless)
+        if not mcp_stateless:
+            manager = mcp_server.session_manager
+            # The SDK's table of the sessions it serves: one forgets an idle session there.
+            mcp_app = McpSessions(mcp_app, lambda: manager._server_instances,
+                                  lambda: limits.current().mcp_sessions, MCP_PATH)
         app.router.add_route(MCP_PATH, mcp_app, include_in_schema=False)
 
     mcp_path = MCP_PATH if mcp_server is not None else None
@@ -156,6 +169,7 @@ def create_app(kairos: Kairos, *, tokens: Mapping[str, str] | None = None,
     auth = BearerAuth(tokens=dict(tokens or {}), default_space=str(kairos.settings.space),
                       mcp_path=mcp_path)
     app.add_middleware(Gate, auth=auth, metrics=metrics, limit=max_inflight,
+                       queue=max_queue, wait_ms=max_wait_ms,
                        host_guard=not tokens and host in LOCAL_HOSTS, mcp_path=mcp_path)
     return app
 

@@ -171,17 +171,27 @@ def session_header(headers: Mapping[str, str]) -> str | None:
 
 
 def identify(request: Any) -> tuple[Caller, str | None]:
-    """(caller, search session) of an HTTP request. The caller id is the MCP session when
-    there is one, else the client's session header, else one id per token (or
-    ``anonymous``); the search session prefers the client's header (seed 002 §3)."""
+    """(caller, search session) of a REST request. The caller id is the client's session
+    header, else one id per token (or ``anonymous``); in the request's space. An MCP
+    session id means nothing here: it names a session of the MCP endpoint only."""
+    return _identify(request, None)
+
+
+def identify_mcp(request: Any) -> tuple[Caller, str | None]:
+    """(caller, search session) of a call on the MCP endpoint: its transport session
+    (``mcp-session-id``, which ``McpSessions`` lets through only from the credential that
+    opened it), else the client's session header, else the token; the search session
+    prefers the client's header (seed 002 §3)."""
+    return _identify(request, _valid(request.headers.get(MCP_SESSION_HEADER)))
+
+
+def _identify(request: Any, transport_session: str | None) -> tuple[Caller, str | None]:
     principal: Principal = request.scope.get(PRINCIPAL) or Principal("default")
-    headers = request.headers
-    chl = session_header(headers)
-    mcp_session = _valid(headers.get(MCP_SESSION_HEADER))
-    caller_id = mcp_session or chl or principal.token_id or "anonymous"
-    return Caller(space=principal.space, id=caller_id), chl or mcp_session
+    chl = session_header(request.headers)
+    caller_id = transport_session or chl or principal.token_id or "anonymous"
+    return Caller(space=principal.space, id=caller_id), chl or transport_session
 
 
 __all__ = ["OPEN_PATHS", "OPEN_PREFIXES", "PRINCIPAL", "BearerAuth", "Principal",
-           "TokenConfigError", "check_bind", "identify", "load_tokens", "parse_tokens",
-           "read_tokens_file", "session_header", "token_id"]
+           "TokenConfigError", "check_bind", "identify", "identify_mcp", "load_tokens",
+           "parse_tokens", "read_tokens_file", "session_header", "token_id"]

@@ -24,6 +24,7 @@ from ..domain.errors import (
     TooLargeError,
     ValidationError,
 )
+from .admission import Admission
 from .auth import OPEN_PATHS, BearerAuth
 from .metrics import Metrics
 
@@ -73,9 +74,10 @@ class Gate:
        otherwise), so a page on another site that rebinds its name to 127.0.0.1 cannot
        call the API; installed when the server listens on loopback without tokens;
        ``/health`` stays open, as it is without tokens;
-    3. the bound on requests in flight: at most ``limit`` at once, more are answered 503
-       with Retry-After at once, so admitted requests stay fast (``/health``,
-       ``/metrics`` and the MCP event stream, a GET, are not counted);
+    3. admission (``admission.Admission``): at most ``limit`` requests served at once,
+       up to ``queue`` more waiting their turn for at most ``wait_ms``; beyond that, 503
+       with Retry-After (``/health``, ``/metrics`` and the MCP event stream, a GET, are
+       not counted);
     4. bearer tokens (``auth``): the request's Principal, recorded in the scope, or 401;
     5. the body check: a body over the size limit is refused before it is read whole
        (Content-Length, then counting bytes as they arrive); on REST also a body that is
@@ -90,15 +92,25 @@ class Gate:
 
     def __init__(self, app: Any, *, auth: BearerAuth, metrics: Metrics,
                  host_guard: bool = False, limit: int | None = None,
-                 mcp_path: str | None = None, retry_after: int = 1) -> None:
+                 queue: int | None = None, wait_ms: int | None = None,
+                 mcp_path: str | None = None) -> None:
         self.app = app
         self.auth = auth
         self.metrics = metrics
         self.host_guard = host_guard
-        self.limit = limit
         self.mcp_path = mcp_path
-        self.retry_after = retry_after
-        self.active = 0
+        self._admission: Admission | None = None
+        self._bounds = (limit, queue, wait_ms)
+
+    @property
+    def admission(self) -> Admission:
+        """Made at the first request, from the limits configured by then (unless given)."""
+        if self._admission is None:
+            limit, queue, wait_ms = self._bounds
+            chosen = limits.current()
+            self._admission = Admission(limit or chosen.inflight, queue or chosen.queue,
+                                        (wait_ms or chosen.wait_ms) / 1000)
+        return self._admission
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         kind = scope["type"]
@@ -132,13 +144,13 @@ class Gate:
             path = scope.get("path")
             if (path not in _EXEMPT
                     and not (path == self.mcp_path and scope.get("method") == "GET")):
-                limit = self.limit or limits.current().inflight
-                if self.active >= limit:
-                    await refuse(scope, send_wrapper, OverloadedError(limit, self.retry_after),
-                                 mcp_path=self.mcp_path,
-                                 headers={"Retry-After": str(self.retry_after)})
+                admission = self.admission
+                shed = await admission.enter()
+                if shed is not None:
+                    await refuse(scope, send_wrapper,
+                                 OverloadedError(admission.limit, admission.queue, shed),
+                                 mcp_path=self.mcp_path, headers={"Retry-After": str(shed)})
                     return
-                self.active += 1  # one event loop: no lock needed between check and this
                 counted = True
             if not await self.auth.admit(scope, send_wrapper, headers):
                 return
@@ -154,7 +166,7 @@ class Gate:
                         scope, receive, send_wrapper)
         finally:
             if counted:
-                self.active -= 1
+                self.admission.leave()
             self.metrics.observe_request(scope.get("method", "GET"),
                                          getattr(scope.get("route"), "path", None),
                                          status, time.perf_counter() - started)

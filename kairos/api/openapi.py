@@ -37,7 +37,10 @@ _ERRORS = {
     413: "The body or a document is over its size limit.",
     421: "A Host header that is not this server's (MISDIRECTED_REQUEST).",
     422: "A field is invalid: `field` names it and `expected` says what it should be.",
-    503: "Too many requests in flight (OVERLOADED): retry after `Retry-After` seconds.",
+    503: "The server cannot serve it now, retry after `Retry-After` seconds: too many "
+         "requests in flight and waiting (OVERLOADED), or a storage fault — full "
+         "(STORAGE_FULL), read-only (STORAGE_READ_ONLY) or unreachable "
+         "(DATABASE_UNAVAILABLE); nothing was written.",
 }
 ERRORS: dict[int | str, dict[str, Any]] = {
     status: {"model": ErrorBody, "description": text} for status, text in _ERRORS.items()}

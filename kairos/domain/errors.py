@@ -25,6 +25,11 @@ UPSTREAM_UNAVAILABLE = "UPSTREAM_UNAVAILABLE"
 REQUEST_TOO_LARGE = "REQUEST_TOO_LARGE"
 OVERLOADED = "OVERLOADED"
 MISDIRECTED_REQUEST = "MISDIRECTED_REQUEST"
+TOO_MANY_SESSIONS = "TOO_MANY_SESSIONS"
+# Faults of the storage: a state the server is in, not a problem of the request.
+STORAGE_FULL = "STORAGE_FULL"
+STORAGE_READ_ONLY = "STORAGE_READ_ONLY"
+DATABASE_UNAVAILABLE = "DATABASE_UNAVAILABLE"
 
 
 class KairosError(Exception):
@@ -105,14 +110,16 @@ class TooLargeError(KairosError):
 
 
 class OverloadedError(KairosError):
-    """More requests in flight than the server admits; retry after ``retry_after`` s."""
+    """Every slot taken and the wait queue full (or the wait too long); retry after
+    ``retry_after`` s."""
 
     status = 503
 
-    def __init__(self, limit: int, retry_after: int = 1) -> None:
+    def __init__(self, limit: int, queue: int, retry_after: int = 1) -> None:
         super().__init__(OVERLOADED,
-                         f"The server is busy ({limit} requests in flight); retry in "
-                         f"{retry_after} s.", details={"retry_after": retry_after})
+                         f"The server is busy ({limit} requests in flight, {queue} more "
+                         f"waiting); retry in {retry_after} s.",
+                         details={"retry_after": retry_after})
         self.retry_after = retry_after
 
 
@@ -126,3 +133,37 @@ class MisdirectedError(KairosError):
                          f"Host {host!r} is not served here: without API tokens only "
                          f"loopback names ({allowed}) are accepted.",
                          field="host", expected=allowed)
+
+
+class SessionLimitError(KairosError):
+    """A credential that already holds as many MCP sessions as it may."""
+
+    status = 429
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(TOO_MANY_SESSIONS,
+                         f"This credential already holds {limit} open MCP sessions, the most "
+                         "it may: end one (DELETE /mcp with its mcp-session-id header) or "
+                         "let one idle out, then open a new one.",
+                         details={"limit": limit})
+
+
+_FAULTS = {
+    STORAGE_FULL: "The storage of {where} is full",
+    STORAGE_READ_ONLY: "The storage of {where} is read-only",
+    DATABASE_UNAVAILABLE: "The database ({where}) cannot be reached",
+}
+
+
+class StorageError(KairosError):
+    """The storage cannot serve the request (full, read-only, unreachable): nothing of it
+    was written. ``code`` says which; retry once the operator has fixed it."""
+
+    status = 503
+    retry_after = 5
+
+    def __init__(self, code: str, where: str, reason: str = "") -> None:
+        detail = f" ({reason})" if reason else ""
+        super().__init__(code, _FAULTS[code].format(where=where) + detail
+                         + ": nothing was written. Retry once it is fixed.",
+                         details={"retry_after": self.retry_after})

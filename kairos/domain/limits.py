@@ -33,7 +33,13 @@ class Limits:
     json_depth: int = 64
     """Nesting of JSON objects and arrays, in a request body or a challenge block."""
     inflight: int = 16
-    """Requests served at once by one HTTP process; more are answered 503."""
+    """Requests served at once by one HTTP process; more wait in its queue."""
+    queue: int = 64
+    """Requests that wait for one of those slots; more are answered 503."""
+    wait_ms: int = 5_000
+    """How long a request waits for a slot before it is answered 503."""
+    mcp_sessions: int = 100
+    """MCP sessions one token (or, without tokens, the server) may hold open at once."""
 
 
 #: Setting key (``config.DEFAULTS``, ``KAIROS_<KEY>``) → Limits field.

@@ -8,11 +8,12 @@ from typing import Any
 from ..config import Settings, load_settings
 from ..domain import limits
 from ..domain import requests as rq
-from ..domain.errors import KairosError
+from ..domain.errors import KairosError, StorageError
 from ..domain.requests import parse
 from ..search.embedders import make_embedder
 from ..search.service import SearchService
 from ..store.db import Store
+from ..store.faults import fault_of
 from ..store.sessions import DbSessionStore
 from .browse import BrowseService
 from .entries import EntryService
@@ -44,7 +45,14 @@ class Kairos:
                                      api_key=self.settings.openai_api_key)
         if store is None:
             if not self.settings.database_url:
-                self.settings.home_path.mkdir(parents=True, exist_ok=True)
+                home = self.settings.home_path
+                try:
+                    home.mkdir(parents=True, exist_ok=True)
+                except OSError as exc:
+                    code = fault_of(exc)
+                    if code is None:
+                        raise
+                    raise StorageError(code, str(home), exc.strerror or "") from None
             store = Store(self.settings.url)
         self.store = store
         self.embedder = embedder
@@ -153,11 +161,12 @@ class Kairos:
         return self.listing.expand_id(text, kind, caller)
 
     def metrics(self, uri: Any, caller: Caller = Caller()) -> dict[str, Any]:
-        """Quality metrics of the protocol that ``uri`` belongs to."""
+        """Quality metrics of the protocol that ``uri`` belongs to, as run in the caller's
+        space (a built-in protocol's are kept per space)."""
         with self.store.read() as repo:
             _, proto, rows = self.protocols.resolve(repo, uri, caller)
-            m = repo.protocol_metrics(proto["id"])
-            per_step = repo.step_metrics_of(proto["id"])
+            m = repo.protocol_metrics(proto["id"], caller.space)
+            per_step = repo.step_metrics_of(proto["id"], caller.space)
         base: dict[str, Any] = {"runs": 0, "successes": 0, "failures": 0, "quality_bonus": 0.0,
                 "last_outcome": None, "last_run_at": None, "per_model": {}}
         if m is not None:
@@ -240,16 +249,22 @@ class Kairos:
         return self.search_engine.backfill(progress=progress, force=True)
 
     def health(self) -> dict[str, Any]:
-        with self.store.read() as repo:
-            repo.conn.exec_driver_sql("SELECT 1")
+        """``healthy`` while the store serves reads and writes; ``unhealthy`` with the
+        store's ``fault`` (STORAGE_FULL, STORAGE_READ_ONLY, DATABASE_UNAVAILABLE) when it
+        does not. A model still loading or a provider that is down only shows here."""
+        store = self.store.health()
         embedder = self.embedder
+        try:
+            index = self.search_engine.index_state()
+        except StorageError:
+            index = {}
         return {
-            "status": "healthy",
-            "store": {"backend": self.store.dialect},
+            "status": "healthy" if store["ok"] else "unhealthy",
+            "store": store,
             "embedder": {"provider": getattr(embedder, "name", "none"),
                          "state": getattr(embedder, "state", "ready"),
                          "model_id": getattr(embedder, "model_id", None)},
-            "index": self.search_engine.index_state(),
+            "index": index,
         }
 
     def close(self) -> None:

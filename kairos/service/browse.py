@@ -85,7 +85,7 @@ class BrowseService:
             rows, total = q.protocol_page(repo, caller.space, q=(q_text or "").strip() or None,
                                           sort=sort, limit=limit, offset=offset)
             ids = [r["id"] for r in rows]
-            proven = _proven_counts(q.run_proof_counts(repo, ids),
+            proven = _proven_counts(q.run_proof_counts(repo, ids, caller.space),
                                     {r["id"]: int(r["step_count"]) for r in rows})
         items = [{"uri": to_uri(r["step_id"]), "chain_label": r["title"], "tags": r["tags"],
                   "step_count": int(r["step_count"]), "created_at": r["created_at"],
@@ -102,8 +102,8 @@ class BrowseService:
         """Steps in order with their challenges, and the protocol's statistics."""
         with self.store.read() as repo:
             proto, steps = self._resolve(repo, uri, caller)
-            m = repo.protocol_metrics(proto["id"])
-            proven = _proven_counts(q.run_proof_counts(repo, [proto["id"]]),
+            m = repo.protocol_metrics(proto["id"], caller.space)
+            proven = _proven_counts(q.run_proof_counts(repo, [proto["id"]], caller.space),
                                     {proto["id"]: len(steps)})
         base = dict(m) if m is not None else {"runs": 0, "successes": 0, "failures": 0,
                                               "last_outcome": None, "last_run_at": None}
@@ -123,7 +123,7 @@ class BrowseService:
         """Runs, successes, failures and success rate per day, and cumulatively."""
         with self.store.read() as repo:
             proto, steps = self._resolve(repo, uri, caller)
-            rows = q.outcome_series(repo, proto["id"])
+            rows = q.outcome_series(repo, proto["id"], caller.space)
         series, runs, ok, bad = [], 0, 0, 0
         for r in rows:
             s, f = int(r["successes"] or 0), int(r["failures"] or 0)

@@ -24,6 +24,7 @@ from ..store.db import Store
 from ..store.repo import Repo
 from .clock import now
 from .protocols import Caller
+from .turns import in_turn
 
 _GUARD_ATTEMPTS = 20
 DOWNRANK_FACTOR = 0.5
@@ -134,6 +135,11 @@ class EntryService:
                "updated_at": stamp, **values}
         spec = entry_doc(kind, row)
         vectors = self.search.embed_docs([spec])
+        return self._store_new(kind, row, values, spec, vectors, caller)
+
+    @in_turn
+    def _store_new(self, kind: str, row: dict[str, Any], values: dict[str, Any],
+                   spec: Any, vectors: Any, caller: Caller) -> dict[str, Any]:
         for _ in range(_GUARD_ATTEMPTS):
             seen = self.search.version(caller.space, kind)
             check = self._duplicates(kind, caller.space, values, None, vectors)
@@ -147,6 +153,7 @@ class EntryService:
         raise ConflictError(CONFLICT, "Other writers kept changing this space; retry.",
                             field="request")
 
+    @in_turn
     def update_entry(self, req: rq.UpdateEntry, caller: Caller) -> dict[str, Any]:
         entity_id = req.entity_id
         updates = req.updates.model_dump(exclude_unset=True)

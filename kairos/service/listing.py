@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..domain import engine, errors, limits
-from ..domain.errors import ConflictError, NotFoundError, ValidationError
+from ..domain import engine, limits
+from ..domain.errors import NotFoundError, ValidationError
 from ..domain.uris import to_uri
 from ..store.browse import ids_starting
 from ..store.db import Store
@@ -53,7 +53,7 @@ class Listing:
             ids = [r["id"] for r in rows]
             first = repo.protocols_with_first_step(ids)
             counts = repo.step_counts(ids)
-            metrics = repo.metrics_for(ids)
+            metrics = repo.metrics_for(ids, caller.space)
         items = []
         for r in rows:
             m = metrics.get(r["id"])
@@ -119,25 +119,7 @@ class Listing:
         if message is not None and not isinstance(message, str):
             raise ValidationError("message", "a string")
         reason = (message or "").strip() or "Aborted."
-        with self.store.write() as repo:
-            run = self._own(repo, run_id, caller)
-            if run["status"] == engine.FINISHED:
-                raise ConflictError(errors.CONFLICT,
-                                    f"Run {run['id']} is already finished (outcome "
-                                    f"{run['outcome']}); there is nothing to abort.",
-                                    field="run_id")
-            if run["status"] == engine.ABANDONED:
-                raise ConflictError(errors.CONFLICT,
-                                    f"Run {run['id']} was abandoned ({run['message']}); "
-                                    "there is nothing to abort.", field="run_id")
-            proto = repo.protocol(run["protocol_id"])
-            steps = repo.steps_of(run["protocol_id"])
-            if proto is None or not steps:
-                raise NotFoundError(f"The protocol of run {run['id']} no longer exists.",
-                                    field="run_id")
-            step = steps[min(run["step_index"], len(steps) - 1)]
-            done = self.runs._record_outcome(repo, run, proto, step, "failure", reason, 0.0,
-                                             None)
+        done = self.runs.abort(run_id, caller, reason)
         return {**done, "status": engine.FINISHED, "aborted": True,
                 "next_action": "Run aborted."}
 

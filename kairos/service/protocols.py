@@ -25,6 +25,7 @@ from ..search.service import DUPLICATE_SEQ, SearchService
 from ..store.db import Store
 from ..store.repo import Repo, Row
 from .clock import now
+from .turns import in_turn
 
 BUILTIN_SPACE = "_builtin"
 _GUARD_ATTEMPTS = 20
@@ -209,11 +210,12 @@ class ProtocolService:
             seen.add(title_key(d.title))
         return drafts
 
+    @in_turn
     def _mint(self, drafts: list[markdown.ProtocolDraft], prepared: Sequence[Indexed],
               caller: Caller, llm_model_id: str | None, force_update: bool) -> dict[str, Any]:
-        """Check, then commit: the duplicate checks are plain reads before the write, and
-        the write guard (``SearchService.guard``) sends a mint back to check again when
-        another mint in the space committed in between."""
+        """Check, then commit, in the space's turn: the duplicate checks are plain reads
+        before the write, and the write guard (``SearchService.guard``) sends a mint back
+        to check again should a writer that did not wait its turn have committed since."""
         for _ in range(_GUARD_ATTEMPTS):
             seen = self.search.version(caller.space, "protocol") if self.search else 0
             checks = [self._check(d, p, caller.space, force_update)
@@ -312,7 +314,8 @@ class ProtocolService:
         new_rows = [_step_row(ids[i], pid, space, i, s, stamp) for i, s in enumerate(draft.steps)]
         repo.delete_steps(r["id"] for r in old_steps)
         repo.insert_steps(new_rows)
-        repo.create_metrics(pid, space, [r["id"] for r in new_rows])
+        if not builtin:  # a built-in's statistics are made per space that runs it
+            repo.create_metrics(pid, space, [r["id"] for r in new_rows])
         if self.search is not None and indexed is not None:
             spec, vectors = indexed
             self.search.index(repo, [replace(spec, entity_id=pid, updated_at=stamp)], vectors)
@@ -402,6 +405,7 @@ class ProtocolService:
         ok = sum(r["status"] == "updated" for r in results)
         return {"results": results, "total_updated": ok, "total_failed": len(results) - ok}
 
+    @in_turn
     def _update_one(self, uri: str, caller: Caller, doc: str | None,
                     change: rq.StepChange) -> dict[str, Any]:
         label, content = change.label, change.content
@@ -453,6 +457,7 @@ class ProtocolService:
         ok = sum(r["status"] == "deleted" for r in results)
         return {"results": results, "total_deleted": ok, "total_failed": len(results) - ok}
 
+    @in_turn
     def _delete_one(self, uri: str, caller: Caller, whole: bool) -> list[str]:
         for _ in range(_GUARD_ATTEMPTS):
             with self.store.read() as repo:

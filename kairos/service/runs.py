@@ -1,28 +1,52 @@
-"""Use cases for execution: begin, next, attest, verify — thin drivers of the pure engine."""
+"""Use cases for execution: begin, next, attest, verify — thin drivers of the pure engine.
+
+Every change of a run is a compare-and-swap on its version (``Repo.swap_run``): an answer
+or an outcome is recorded once, and a writer that lost the swap does the whole call again
+on the run as the winner left it — then read under its lock (``Repo.locked_run``), so
+writers of one run take turns and each one's swap succeeds (SQLite has one writer: its
+swaps never lose). The statistics a call changes are gathered in one ``Counts`` and
+written last, in one lock order (``store.counts``).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
 
 from ..domain import engine, errors, limits
 from ..domain.engine import RunState
-from ..domain.errors import KairosError, NotFoundError, ValidationError
+from ..domain.errors import ConflictError, KairosError, NotFoundError, ValidationError
 from ..domain.proof import verify_chain
 from ..domain.uris import new_id, to_uri
+from ..store.counts import Counts
 from ..store.db import Store
 from ..store.repo import Repo, Row
 from .clock import new_nonce, now
 from .protocols import Caller, ProtocolService, RunContext, RunSteps
 
 _SWAP_ATTEMPTS = 5
-
-
 _COUNTERS = {"success": "successes", "failure": "failures"}
 _FROM_RUN: Any = object()
+T = TypeVar("T")
 
 #: A run as the run loop reads it: a row of ``runs`` (a mapping of its columns).
 RunRow = Mapping[Any, Any]
+
+
+class _Lost(Exception):
+    """Another writer changed the run between its read and this call's swap."""
+
+
+def _retrying(call: Callable[[bool], T], doing: str) -> T:
+    """``call(False)``: on the run as read. While it loses the run to another writer (its
+    transaction rolled back, nothing of it written), ``call(True)``: on the run read under
+    its lock."""
+    for attempt in range(_SWAP_ATTEMPTS):
+        try:
+            return call(attempt > 0)
+        except _Lost:
+            continue
+    raise KairosError(errors.CONFLICT, f"The run changed while {doing}; retry the call.")
 
 
 def _nonce_of(solution: Any) -> str | None:
@@ -39,6 +63,14 @@ def _counted(run: RunRow, outcome: str | None = None) -> str | None:
     if outcome == "failure" or (outcome == "success" and run["proven"]):
         return outcome
     return None
+
+
+def _waits(run: RunRow, protocol_id: str, step_index: int | None,
+           statuses: tuple[str, ...]) -> bool:
+    """Whether ``run`` is a run of ``protocol_id`` in one of ``statuses``, waiting at
+    ``step_index`` (any step: None)."""
+    return (run["protocol_id"] == protocol_id and run["status"] in statuses
+            and (step_index is None or run["step_index"] == step_index))
 
 
 def _state(row: RunRow) -> RunState:
@@ -68,14 +100,19 @@ class RunService:
             repo.insert_run(id=run_id, space=caller.space, protocol_id=proto["id"],
                             caller=caller.id, created_at=stamp, **_state_values(state, stamp))
             repo.insert_nonce(nonce, run_id, 0, 1, stamp)
-            repo.bump_protocol(proto["id"], runs=1, last_run_at=stamp)
+            if proto["builtin"]:  # a built-in's statistics are kept per space that runs it
+                repo.create_metrics(proto["id"], caller.space, ctx.steps.ids)
+            counts = Counts(proto["id"], caller.space)
+            counts.add(runs=1, last_run_at=stamp)
+            repo.count(counts)
         return response
 
     # --- next ------------------------------------------------------------------------------
 
     def next(self, uri: Any, solution: Any, caller: Caller) -> dict[str, Any]:
         nonce = _nonce_of(solution)
-        for _ in range(_SWAP_ATTEMPTS):
+
+        def answer(locked: bool) -> dict[str, Any]:
             with self.store.write() as repo:
                 ctx = self.protocols.run_context(repo, uri, caller, nonce)
                 if ctx.step["position"] == 0:
@@ -84,17 +121,21 @@ class RunService:
                         message=f"{uri} is step 1: call kairos_begin with it to start a run; "
                                 "kairos_next takes the URI that next_action names.")
                 refused_at = ctx.step["position"] - 1
-                run = self._find_run(repo, ctx, caller, refused_at, (engine.ACTIVE,))
+                run = self._find_run(repo, ctx, caller, nonce, refused_at, (engine.ACTIVE,),
+                                     locked)
                 if run is None:
                     raise KairosError(
                         errors.NO_ACTIVE_RUN,
                         f"No active run of this protocol is waiting for the answer to step "
                         f"{refused_at + 1}. Call kairos_begin with {to_uri(ctx.steps.ids[0])} "
                         "to start one.", field="uri")
-                result = self._judge(repo, run, ctx.steps, solution, str(uri), "kairos_next")
-                if result is not None:
-                    return result
-        raise KairosError(errors.CONFLICT, "The run changed while answering; retry the call.")
+                counts = Counts(run["protocol_id"], run["space"])
+                response = self._judge(repo, run, ctx.steps, solution, str(uri),
+                                       "kairos_next", counts)
+                repo.count(counts)
+                return response
+
+        return _retrying(answer, "answering")
 
     # --- attest ----------------------------------------------------------------------------
 
@@ -105,81 +146,104 @@ class RunService:
         limit is a setting."""
         limits.check_length(message, "message", limits.current().message_chars)
         nonce = _nonce_of(solution)
-        for _ in range(_SWAP_ATTEMPTS):
+
+        def record(locked: bool) -> dict[str, Any]:
             with self.store.write() as repo:
                 ctx = self.protocols.run_context(repo, uri, caller, nonce)
-                step, proto = ctx.step, ctx.protocol
                 statuses = (engine.ACTIVE, engine.COMPLETED, engine.FINISHED)
-                run = self._find_run(repo, ctx, caller, None, statuses)
+                run = self._find_run(repo, ctx, caller, nonce, None, statuses, locked)
                 if run is None:
                     raise KairosError(
                         errors.NO_ACTIVE_RUN,
                         f"No run of this protocol to attest for this caller. Call kairos_begin "
                         f"with {to_uri(ctx.steps.ids[0])} first.", field="uri")
+                counts = Counts(run["protocol_id"], run["space"])
                 counted_before = _counted(run)
                 if solution is not None:
                     if run["challenge"] is None:
                         raise ValidationError(
                             "solution", "no solution: every step of this run is already proven")
                     judged = self._judge(repo, run, ctx.steps, solution, str(uri),
-                                         "kairos_attest")
-                    if judged is None:
-                        continue
+                                         "kairos_attest", counts)
                     if "error_code" in judged:
+                        repo.count(counts)
                         return judged
                     run = repo.run(run["id"])
                     assert run is not None
-                return self._record_outcome(repo, run, proto, step, outcome, message,
-                                            float(quality_bonus), llm_model_id,
-                                            counted_before)
-        raise KairosError(errors.CONFLICT, "The run changed while attesting; retry the call.")
+                return self.record_outcome(repo, run, ctx.step["id"], outcome, message,
+                                           float(quality_bonus), llm_model_id, counts,
+                                           counted_before)
 
-    def _record_outcome(self, repo: Repo, run: RunRow, proto: Mapping[Any, Any],
-                        step: Mapping[Any, Any], outcome: str,
-                        message: str, bonus: float, model: str | None,
-                        counted_before: Any = _FROM_RUN) -> dict[str, Any]:
-        """Record the outcome; the protocol's counters move from what the run counted as
-        before (``counted_before``, by default what ``run`` counts as) to what it counts
-        as now (see ``_counted``)."""
+        return _retrying(record, "attesting")
+
+    def abort(self, run_id: Any, caller: Caller, reason: str) -> dict[str, Any]:
+        """Finish an active or completed run as failed at the step it waits on."""
+
+        def record(locked: bool) -> dict[str, Any]:
+            with self.store.write() as repo:
+                own = self._own_run(repo, run_id, caller)
+                run = repo.locked_run(own) if locked else own
+                if run is None:
+                    raise _Lost
+                if run["status"] == engine.FINISHED:
+                    raise ConflictError(errors.CONFLICT,
+                                        f"Run {run['id']} is already finished (outcome "
+                                        f"{run['outcome']}); there is nothing to abort.",
+                                        field="run_id")
+                if run["status"] == engine.ABANDONED:
+                    raise ConflictError(errors.CONFLICT,
+                                        f"Run {run['id']} was abandoned ({run['message']}); "
+                                        "there is nothing to abort.", field="run_id")
+                steps = repo.steps_of(run["protocol_id"])
+                if not steps:
+                    raise NotFoundError(f"The protocol of run {run['id']} no longer exists.",
+                                        field="run_id")
+                step = steps[min(run["step_index"], len(steps) - 1)]
+                return self.record_outcome(repo, run, step["id"], "failure", reason, 0.0,
+                                           None, Counts(run["protocol_id"], run["space"]))
+
+        return _retrying(record, "aborting")
+
+    def record_outcome(self, repo: Repo, run: RunRow, step_id: str, outcome: str,
+                       message: str, bonus: float, model: str | None, counts: Counts,
+                       counted_before: Any = _FROM_RUN) -> dict[str, Any]:
+        """Record the outcome of ``run`` (as read in this write), attested at ``step_id``,
+        if the run is still as read; else raise ``_Lost``. The protocol's counters move
+        from what the run counted as before (``counted_before``, by default what ``run``
+        counts as) to what it counts as now (see ``_counted``); ``counts`` is written."""
         if counted_before is _FROM_RUN:
             counted_before = _counted(run)
         stamp = now()
+        failed_step = step_id if outcome == "failure" else None
+        if not repo.swap_run(run, status=engine.FINISHED, outcome=outcome,
+                             outcome_model=model, failed_step_id=failed_step,
+                             message=message, quality_bonus=bonus, updated_at=stamp):
+            raise _Lost
         proven = bool(run["proven"])
         counted = _counted(run, outcome)
-        previous_model = run["outcome_model"]
-        deltas: dict[str, Any] = {"last_outcome": outcome, "last_run_at": stamp,
-                                  "quality_bonus": bonus - (run["quality_bonus"] or 0.0)}
+        counts.add(last_outcome=outcome, last_run_at=stamp,
+                   quality_bonus=bonus - (run["quality_bonus"] or 0.0))
         if counted != counted_before:
             if counted is not None:
-                deltas[_COUNTERS[counted]] = 1
+                counts.add(**{_COUNTERS[counted]: 1})
             if counted_before is not None:
-                deltas[_COUNTERS[counted_before]] = -1
-        metrics = repo.protocol_metrics(proto["id"], lock=True)
-        per_model = dict(metrics["per_model"]) if metrics else {}
-        if previous_model and counted_before:
-            counts = dict(per_model.get(previous_model, {}))
-            counts[counted_before] = counts.get(counted_before, 0) - 1
-            per_model[previous_model] = counts
+                counts.add(**{_COUNTERS[counted_before]: -1})
+        if run["outcome_model"] and counted_before:
+            counts.model(run["outcome_model"], counted_before, -1)
         if model and counted:
-            counts = dict(per_model.get(model, {}))
-            counts[counted] = counts.get(counted, 0) + 1
-            per_model[model] = counts
-        deltas["per_model"] = per_model
-        repo.bump_protocol(proto["id"], **deltas)
-        failed_step = step["id"] if outcome == "failure" else None
-        if run["failed_step_id"] and run["failed_step_id"] != failed_step:
-            repo.bump_step(run["failed_step_id"], failures=-1)
-        if failed_step and run["failed_step_id"] != failed_step:
-            repo.bump_step(failed_step, failures=1)
-        repo.swap_run(run["id"], run["nonce"], status=engine.FINISHED, outcome=outcome,
-                      outcome_model=model, failed_step_id=failed_step, message=message,
-                      quality_bonus=bonus, updated_at=stamp)
-        repo.insert_attestation(run_id=run["id"], space=run["space"], protocol_id=proto["id"],
-                                step_uri=to_uri(step["id"]), outcome=outcome, message=message,
-                                quality_bonus=bonus, llm_model_id=model, proven=proven,
-                                created_at=stamp)
+            counts.model(model, counted, 1)
+        if run["failed_step_id"] != failed_step:
+            if run["failed_step_id"]:
+                counts.step(run["failed_step_id"], failures=-1)
+            if failed_step:
+                counts.step(failed_step, failures=1)
+        repo.insert_attestation(run_id=run["id"], space=run["space"],
+                                protocol_id=run["protocol_id"], step_uri=to_uri(step_id),
+                                outcome=outcome, message=message, quality_bonus=bonus,
+                                llm_model_id=model, proven=proven, created_at=stamp)
+        repo.count(counts)
         return {
-            "uri": to_uri(step["id"]),
+            "uri": to_uri(step_id),
             "run_id": run["id"],
             "outcome": outcome,
             "proven": proven,
@@ -195,22 +259,40 @@ class RunService:
     # --- shared ----------------------------------------------------------------------------
 
     @staticmethod
-    def _find_run(repo: Repo, ctx: RunContext, caller: Caller, step_index: int | None,
-                  statuses: tuple[str, ...]) -> RunRow | None:
-        """By the solution's nonce (``ctx.run``, read with the step); failing that, the
-        caller's most recent run of this protocol that waits at ``step_index`` (DESIGN
-        section 4)."""
+    def _find_run(repo: Repo, ctx: RunContext, caller: Caller, nonce: str | None,
+                  step_index: int | None, statuses: tuple[str, ...],
+                  locked: bool) -> RunRow | None:
+        """The run an answer is for (read under its lock when ``locked``): the one that
+        issued the solution's nonce (``ctx.run``); failing that, the caller's most recent
+        run of this protocol in its space that waits at ``step_index`` (DESIGN section 4).
+
+        A nonce names a run of the caller's space only. A nonce that its run no longer
+        waits for (answered, or superseded by a refusal) is spent: it changes nothing
+        and is refused, so an old nonce read from a proof log cannot rotate the live one."""
         protocol_id = ctx.protocol["id"]
-        run = ctx.run
-        if (run is not None and run["protocol_id"] == protocol_id
-                and run["status"] in statuses
-                and (step_index is None or run["step_index"] == step_index)):
-            return run
-        return repo.latest_run(caller.id, protocol_id, statuses, step_index)
+        if ctx.run is not None and ctx.run["space"] == caller.space:
+            run = repo.locked_run(ctx.run) if locked else ctx.run
+            if run is None:
+                raise _Lost
+            if run["nonce"] != nonce:
+                raise KairosError(
+                    errors.NO_ACTIVE_RUN,
+                    f"The nonce {nonce} was already answered or replaced by a newer one: no "
+                    "run waits for it. Answer with the nonce and proof_hash of the latest "
+                    "challenge you were shown.", field="solution")
+            if _waits(run, protocol_id, step_index, statuses):
+                return run
+        found = repo.latest_run(caller.space, caller.id, protocol_id, statuses, step_index)
+        if found is None or not locked:
+            return found
+        run = repo.locked_run(found)
+        if run is None or not _waits(run, protocol_id, step_index, statuses):
+            raise _Lost  # it moved on before it was locked: find the run again
+        return run
 
     def _judge(self, repo: Repo, run: RunRow, loaded: RunSteps, solution: Any, sent_uri: str,
-               tool: str) -> dict[str, Any] | None:
-        """Answer the run's pending challenge; None when another writer won the race."""
+               tool: str, counts: Counts) -> dict[str, Any]:
+        """Answer the run's pending challenge; ``_Lost`` when another writer won the run."""
         steps = loaded.views
         state = _state(run)
         if state.challenge is None or state.step_index >= len(steps):
@@ -219,25 +301,28 @@ class RunService:
         decision = engine.answer(steps, state, solution, sent_uri=sent_uri, new_nonce=nonce,
                                  now=stamp, tool=tool)
         values = _state_values(decision.state, stamp)
-        if isinstance(decision, engine.Accepted) and decision.state.challenge is None:
+        accepted = isinstance(decision, engine.Accepted)
+        if accepted and decision.state.challenge is None:
             values["proven"] = True  # the last step's answer: every step is proven
-        if not repo.swap_run(run["id"], run["nonce"], **values):
-            return None
+        # Reaching the last step records a success, unproven until the last step's answer
+        # comes through kairos_attest; unproven successes are not counted.
+        completes = (accepted and decision.state.status == engine.COMPLETED
+                     and run["status"] == engine.ACTIVE and run["outcome"] is None)
+        if completes:
+            values["outcome"] = "success"
+        if not repo.swap_run(run, **values):
+            raise _Lost
         step_id = loaded.ids[state.step_index]
         if decision.state.challenge is not None:
             repo.insert_nonce(nonce, run["id"], decision.state.step_index,
                               decision.state.attempt, stamp)
         if isinstance(decision, engine.Refused):
-            repo.bump_step(step_id, refused=1)
+            counts.step(step_id, refused=1)
             return decision.response
         repo.insert_proof(run["id"], repo.proof_count(run["id"]), decision.record, stamp)
-        repo.bump_step(step_id, accepted=1)
-        if (decision.state.status == engine.COMPLETED and run["status"] == engine.ACTIVE
-                and run["outcome"] is None):
-            # Reaching the last step records a success, unproven until the last step's
-            # answer comes through kairos_attest; unproven successes are not counted.
-            repo.swap_run(run["id"], decision.state.nonce, outcome="success")
-            repo.bump_protocol(run["protocol_id"], last_outcome="success", last_run_at=stamp)
+        counts.step(step_id, accepted=1)
+        if completes:
+            counts.add(last_outcome="success", last_run_at=stamp)
         return decision.response
 
     # --- history and verification -----------------------------------------------------------

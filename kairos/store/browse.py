@@ -32,7 +32,7 @@ def protocol_page_query(space: str, *, q: str | None, sort: str, limit: int,
                    func.coalesce(m.failures, 0).label("failures"),
                    m.last_outcome, m.last_run_at)
             .select_from(t.protocols)
-            .outerjoin(t.protocol_metrics, m.protocol_id == p.id)
+            .outerjoin(t.protocol_metrics, (m.protocol_id == p.id) & (m.space == space))
             .where(cond).order_by(*order).limit(limit).offset(offset))
     total = select(func.count()).select_from(t.protocols).where(cond)
     return page, total
@@ -55,8 +55,8 @@ def protocol_page(repo: Repo, space: str, *, q: str | None, sort: str, limit: in
     return out, int(repo.conn.execute(total).scalar_one())
 
 
-def run_proof_counts(repo: Repo, protocol_ids: Sequence[str]) -> list[Row]:
-    """Every run of these protocols with its outcome and number of proofs."""
+def run_proof_counts(repo: Repo, protocol_ids: Sequence[str], space: str) -> list[Row]:
+    """Every run of these protocols in ``space`` with its outcome and number of proofs."""
     if not protocol_ids:
         return []
     r, pr = t.runs.c, t.proofs.c
@@ -64,7 +64,7 @@ def run_proof_counts(repo: Repo, protocol_ids: Sequence[str]) -> list[Row]:
     q = (select(r.id, r.protocol_id, r.outcome, r.status,
                 func.coalesce(proofs.c.proofs, 0).label("proofs"))
          .outerjoin(proofs, proofs.c.run_id == r.id)
-         .where(r.protocol_id.in_(list(protocol_ids))))
+         .where(r.protocol_id.in_(list(protocol_ids)), r.space == space))
     return list(repo.conn.execute(q).mappings())
 
 
@@ -98,14 +98,14 @@ def run_page(repo: Repo, space: str, *, limit: int, offset: int,
             int(repo.conn.execute(total).scalar_one()))
 
 
-def outcome_series(repo: Repo, protocol_id: str) -> list[Row]:
-    """Runs per day (by start) of a protocol: started, successes, failures."""
+def outcome_series(repo: Repo, protocol_id: str, space: str) -> list[Row]:
+    """Runs per day (by start) of a protocol in ``space``: started, successes, failures."""
     r = t.runs.c
     day = func.substr(r.created_at, 1, 10).label("day")
     q = (select(day, func.count().label("runs"),
                 func.sum(case((r.outcome == "success", 1), else_=0)).label("successes"),
                 func.sum(case((r.outcome == "failure", 1), else_=0)).label("failures"))
-         .where(r.protocol_id == protocol_id).group_by(day).order_by(day))
+         .where(r.protocol_id == protocol_id, r.space == space).group_by(day).order_by(day))
     return list(repo.conn.execute(q).mappings())
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 import threading
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
@@ -11,15 +13,26 @@ from typing import Any
 from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
-from sqlalchemy import Engine, create_engine, event, text
+from sqlalchemy import Engine, create_engine, event, make_url, text
 from sqlalchemy.engine import Connection
+from sqlalchemy.exc import DBAPIError
 
+from ..domain.errors import (
+    DATABASE_UNAVAILABLE,
+    STORAGE_FULL,
+    STORAGE_READ_ONLY,
+    StorageError,
+)
+from .faults import Standing, fault_of
 from .repo import Repo
+from .serial import SpaceLocks
 from .text_index import SQLITE_MATCHES, PgFts, SqliteFts, TextIndex
 from .vector_index import MemoryVectorIndex, PgVectorIndex, VectorIndex
 
 _HERE = Path(__file__).parent
 _MIGRATE_LOCK = threading.Lock()
+#: Free bytes below which ``/health`` reports an SQLite store's disk as full.
+MIN_FREE_BYTES = 1 << 20
 
 
 def sqlite_url(home: Path) -> str:
@@ -94,24 +107,52 @@ def migrate(engine: Engine, revision: str = "head") -> str | None:
 
 class Store:
     """One database. ``read()`` and ``write()`` each give a Repo inside one transaction:
-    a write either commits whole or leaves nothing behind."""
+    a write either commits whole or leaves nothing behind. A storage fault (full,
+    read-only, unreachable) comes out of them as a ``StorageError`` naming it, and is
+    remembered for ``health`` until a write succeeds."""
 
     def __init__(self, url: str, *, migrate_schema: bool = True) -> None:
         self.url = url
         self.engine = make_engine(url)
         self.dialect = self.engine.dialect.name
         self.text_index, self.vector_index, self.shared_sessions = make_indexes(self.dialect)
+        database = self.engine.url.database if self.dialect == "sqlite" else None
+        self.path = Path(database) if database and database != ":memory:" else None
+        self.where = (str(self.path) if self.dialect == "sqlite"
+                      else make_url(url).render_as_string(hide_password=True))
+        self.standing = Standing()
         # SQLite has one writer at a time. Queueing this process's writers on a lock wakes
         # the next one the moment the last commits; SQLite's busy handler would sleep them
         # in growing steps (up to 100 ms) instead. Other processes still meet busy_timeout.
         self._writer: AbstractContextManager[Any] = (
             threading.Lock() if self.dialect == "sqlite" else nullcontext())
+        self._spaces = SpaceLocks(self.engine)
         if migrate_schema:
-            migrate(self.engine)
+            with self.faults():
+                migrate(self.engine)
+
+    @contextmanager
+    def faults(self) -> Iterator[None]:
+        """Turn a storage fault met inside into a ``StorageError`` (and remember it); any
+        other error stays as it was."""
+        try:
+            yield
+        except (DBAPIError, OSError) as exc:
+            code = fault_of(exc)
+            if code is None:
+                raise
+            if (code == DATABASE_UNAVAILABLE and self.path is not None
+                    and not os.access(self.path.parent, os.W_OK)):
+                code = STORAGE_READ_ONLY  # SQLite cannot open its files for writing
+            orig = getattr(exc, "orig", None) or exc
+            reason = (str(orig).strip().splitlines() or [""])[0][:200]
+            self.standing.met(code, reason)
+            raise StorageError(code, self.where, reason) from exc
 
     @contextmanager
     def write(self) -> Iterator[Repo]:
-        with self._writer, self.engine.connect().execution_options(kairos_write=True) as conn:
+        with self.faults(), self._writer, \
+                self.engine.connect().execution_options(kairos_write=True) as conn:
             try:
                 with conn.begin():
                     yield Repo(conn)
@@ -119,11 +160,57 @@ class Store:
                 self.vector_index.rollback(conn)
                 raise
             self.vector_index.commit(conn)
+        self.standing.cleared()
 
     @contextmanager
     def read(self) -> Iterator[Repo]:
-        with self.engine.connect() as conn, conn.begin():
+        with self.faults(), self.engine.connect() as conn, conn.begin():
             yield Repo(conn)
 
+    @contextmanager
+    def serial(self, space: str) -> Iterator[None]:
+        """Held while one writer of ``space`` checks and then writes: the space's other
+        such writers wait their turn, in this process and in any other (``serial``)."""
+        with self.faults(), self._spaces.hold(space):
+            yield
+
+    def health(self) -> dict[str, Any]:
+        """The store's state: ``ok``, and the ``fault`` (a code of ``StorageError``) with
+        its ``message`` when it cannot serve writes: unreachable or read-only now; for
+        SQLite, its disk full or not writable now; for a database server, full as a write
+        found it in the last minute, unless a write has succeeded since."""
+        state: dict[str, Any] = {"backend": self.dialect, "ok": True, "fault": None,
+                                 "message": None}
+        try:
+            with self.read() as repo:
+                repo.conn.exec_driver_sql("SELECT 1")
+                read_only = (self.dialect == "postgresql" and repo.conn.exec_driver_sql(
+                    "SHOW transaction_read_only").scalar() == "on")
+        except StorageError as exc:
+            return {**state, "ok": False, "fault": exc.code, "message": exc.message}
+        if read_only:
+            found: tuple[str, str] | None = (STORAGE_READ_ONLY,
+                                             "the database does not accept writes")
+        else:  # SQLite's disk is looked at; a server's, known from the writes it failed
+            found = self._probe() if self.path is not None else self.standing.current()
+        if found is not None:
+            code, reason = found
+            error = StorageError(code, self.where, reason)
+            state.update(ok=False, fault=code, message=error.message)
+        return state
+
+    def _probe(self) -> tuple[str, str] | None:
+        """SQLite: whether its directory and file can be written, and its disk has room."""
+        if self.path is None:
+            return None
+        for path in (self.path.parent, self.path):
+            if path.exists() and not os.access(path, os.W_OK):
+                return STORAGE_READ_ONLY, f"{path} is not writable"
+        free = shutil.disk_usage(self.path.parent).free
+        if free < MIN_FREE_BYTES:
+            return STORAGE_FULL, f"{free} bytes free"
+        return None
+
     def close(self) -> None:
+        self._spaces.close()
         self.engine.dispose()

@@ -27,6 +27,7 @@ def abandon(repo: Repo, *, status: str, active: str, stamp: str, message: str,
     status ``status``, no pending challenge, the reason in ``message``. The condition is
     checked in the UPDATE itself, so a run answered meanwhile (a fresh ``updated_at``, a
     new status) is left alone, and each run is closed once however many sweep at once.
+    The run's version moves on, as with every change of a run (``Repo.swap_run``).
     Returns how many runs were closed."""
     r = t.runs.c
     cond = r.status == active
@@ -35,7 +36,8 @@ def abandon(repo: Repo, *, status: str, active: str, stamp: str, message: str,
     if run_id is not None:
         cond = and_(cond, r.id == run_id)
     result = repo.conn.execute(update(t.runs).where(cond).values(
-        status=status, challenge=None, nonce=None, message=message, updated_at=stamp))
+        status=status, challenge=None, nonce=None, message=message, updated_at=stamp,
+        version=r.version + 1))
     return int(result.rowcount)
 
 

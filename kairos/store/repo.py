@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import Text, bindparam, cast, delete, func, insert, select, update
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, RowMapping
-from sqlalchemy.sql import Executable
 
+from . import counts as metrics
 from . import schema as t
 
 Row = RowMapping
@@ -43,35 +44,19 @@ _RUN_COLUMNS = tuple(c.name for c in t.runs.c)
 _RUN = select(t.runs).where(t.runs.c.id == bindparam("b_id"))
 _STEPS_OF = (select(t.steps).where(t.steps.c.protocol_id == bindparam("b_protocol"))
              .order_by(t.steps.c.position))
-_SWAP = update(t.runs).where(t.runs.c.id == bindparam("b_id"),
-                             t.runs.c.nonce == bindparam("b_nonce"))
-_SWAP_NULL = update(t.runs).where(t.runs.c.id == bindparam("b_id"), t.runs.c.nonce.is_(None))
+#: The run loop's compare-and-swap: the UPDATE applies only to the version of the run that
+#: was read, and adds one to it. Its pending nonce is compared too, so a writer that moves
+#: a run on without counting its version (one that clears the nonce) still wins over it.
+_SWAP = (update(t.runs).where(t.runs.c.id == bindparam("b_id"),
+                              t.runs.c.version == bindparam("b_version"),
+                              t.runs.c.nonce.is_not_distinct_from(bindparam("b_nonce")))
+         .values(version=t.runs.c.version + 1))
+_LOCK_RUN = _RUN.with_for_update()
 _INSERT_RUN = insert(t.runs)
 _INSERT_NONCE = insert(t.nonces)
 _INSERT_PROOF = insert(t.proofs)
 _PROOF_COUNT = (select(func.count()).select_from(t.proofs)
                 .where(t.proofs.c.run_id == bindparam("b_run")))
-_PROTOCOL_COUNTERS = ("runs", "successes", "failures", "quality_bonus")
-_BUMPS: dict[tuple[str, tuple[str, ...]], Executable] = {}
-
-
-def _bump(table: str, keys: tuple[str, ...]) -> Executable:
-    """The UPDATE that adds ``d_<key>`` to each counter and sets ``v_<key>`` to each other
-    column of ``keys`` (one statement per table and set of keys, built on first use)."""
-    stmt = _BUMPS.get((table, keys))
-    if stmt is None:
-        if table == "protocol":
-            c = t.protocol_metrics.c
-            where = c.protocol_id == bindparam("b_id")
-            values = {k: (getattr(c, k) + bindparam(f"d_{k}") if k in _PROTOCOL_COUNTERS
-                          else bindparam(f"v_{k}", type_=getattr(c, k).type)) for k in keys}
-            stmt = update(t.protocol_metrics).where(where).values(values)
-        else:
-            c2 = t.step_metrics.c
-            stmt = update(t.step_metrics).where(c2.step_id == bindparam("b_id")).values(
-                {k: getattr(c2, k) + bindparam(f"d_{k}") for k in keys})
-        _BUMPS[(table, keys)] = stmt
-    return stmt
 
 
 def _like(text: str) -> str:
@@ -82,6 +67,9 @@ def _like(text: str) -> str:
 class Repo:
     def __init__(self, conn: Connection) -> None:
         self.conn = conn
+        #: SQLite runs one write transaction at a time: what a writer reads stays as read
+        #: until it commits, with no row locks to take.
+        self.one_writer = conn.dialect.name == "sqlite"
 
     # --- protocols and steps ---------------------------------------------------------------
 
@@ -206,24 +194,31 @@ class Repo:
             t.nonces.c.nonce == nonce)
         return self.conn.execute(q).mappings().first()
 
-    def latest_run(self, caller: str, protocol_id: str, statuses: Sequence[str],
+    def latest_run(self, space: str, caller: str, protocol_id: str, statuses: Sequence[str],
                    step_index: int | None = None) -> Row | None:
         q = select(t.runs).where(t.runs.c.caller == caller,
                                  t.runs.c.protocol_id == protocol_id,
-                                 t.runs.c.status.in_(list(statuses)))
+                                 t.runs.c.status.in_(list(statuses)),
+                                 t.runs.c.space == space)
         if step_index is not None:
             q = q.where(t.runs.c.step_index == step_index)
         q = q.order_by(t.runs.c.updated_at.desc(), t.runs.c.created_at.desc()).limit(1)
         return self.conn.execute(q).mappings().first()
 
-    def swap_run(self, run_id: str, expected_nonce: str | None, **values: Any) -> bool:
-        """Update a run only if its pending nonce is still ``expected_nonce``: the one
-        conditional write that makes a nonce single-use across threads and replicas."""
-        if expected_nonce is None:
-            res = self.conn.execute(_SWAP_NULL, {"b_id": run_id, **values})
-        else:
-            res = self.conn.execute(_SWAP, {"b_id": run_id, "b_nonce": expected_nonce,
-                                            **values})
+    def locked_run(self, run: Mapping[Any, Any]) -> Mapping[Any, Any] | None:
+        """``run`` as it is now, locked until this write commits (PostgreSQL: another
+        writer that wants it waits, then reads what this one wrote). Under SQLite's one
+        writer the row read in this transaction is already that."""
+        if self.one_writer:
+            return run
+        return self.conn.execute(_LOCK_RUN, {"b_id": run["id"]}).mappings().first()
+
+    def swap_run(self, run: Mapping[Any, Any], **values: Any) -> bool:
+        """Update ``run`` only if it is still the version that was read: the one
+        conditional write that makes a nonce single-use and an outcome recorded once,
+        across threads and replicas. False: another writer changed it first."""
+        res = self.conn.execute(_SWAP, {"b_id": run["id"], "b_version": run["version"],
+                                        "b_nonce": run["nonce"], **values})
         return res.rowcount == 1
 
     def insert_nonce(self, nonce: str, run_id: str, step_index: int, attempt: int,
@@ -265,49 +260,40 @@ class Repo:
 
     # --- quality metrics -------------------------------------------------------------------
 
-    def protocol_metrics(self, protocol_id: str, *, lock: bool = False) -> Row | None:
-        q = select(t.protocol_metrics).where(t.protocol_metrics.c.protocol_id == protocol_id)
-        if lock:
-            q = q.with_for_update()  # a row lock where the backend has them
-        return self.conn.execute(q).mappings().first()
+    def protocol_metrics(self, protocol_id: str, space: str) -> Row | None:
+        m = t.protocol_metrics.c
+        return self.conn.execute(select(t.protocol_metrics).where(
+            (m.protocol_id == protocol_id) & (m.space == space))).mappings().first()
 
-    def metrics_for(self, protocol_ids: Sequence[str]) -> dict[str, Row]:
+    def metrics_for(self, protocol_ids: Sequence[str], space: str) -> dict[str, Row]:
         if not protocol_ids:
             return {}
-        q = select(t.protocol_metrics).where(
-            t.protocol_metrics.c.protocol_id.in_(list(protocol_ids)))
+        m = t.protocol_metrics.c
+        q = select(t.protocol_metrics).where(m.protocol_id.in_(list(protocol_ids)),
+                                             m.space == space)
         return {r["protocol_id"]: r for r in self.conn.execute(q).mappings()}
 
     def create_metrics(self, protocol_id: str, space: str, step_ids: Sequence[str]) -> None:
-        """Metric rows are made with their protocol and steps, so counting is always an
-        UPDATE (never an insert that two replicas could race)."""
-        if self.protocol_metrics(protocol_id) is None:
-            self.conn.execute(insert(t.protocol_metrics).values(
-                protocol_id=protocol_id, space=space, runs=0, successes=0, failures=0,
-                quality_bonus=0.0, per_model={}))
-        c = t.step_metrics.c
-        have = {r[0] for r in self.conn.execute(select(c.step_id).where(
-            c.protocol_id == protocol_id))}
-        rows = [{"step_id": s, "protocol_id": protocol_id, "accepted": 0, "refused": 0,
-                 "failures": 0} for s in step_ids if s not in have]
-        if rows:
-            self.conn.execute(insert(t.step_metrics), rows)
+        """The statistics rows of a protocol as run in ``space`` (those missing), so that
+        counting is always an UPDATE. Made with a protocol and its steps; a built-in
+        protocol's, the first time a space runs it — where two replicas may race, so an
+        existing row is left as it is."""
+        insert_ = postgresql.insert if self.conn.dialect.name == "postgresql" else sqlite.insert
+        self.conn.execute(insert_(t.protocol_metrics).values(
+            protocol_id=protocol_id, space=space, runs=0, successes=0, failures=0,
+            quality_bonus=0.0, per_model={}).on_conflict_do_nothing())
+        if step_ids:
+            self.conn.execute(insert_(t.step_metrics).on_conflict_do_nothing(), [
+                {"step_id": s, "space": space, "protocol_id": protocol_id, "accepted": 0,
+                 "refused": 0, "failures": 0} for s in step_ids])
 
-    def bump_protocol(self, protocol_id: str, **deltas: Any) -> None:
-        """Add to counters atomically (``runs=1``); set plain columns (``last_outcome=...``)."""
-        params: dict[str, Any] = {"b_id": protocol_id}
-        for key, value in deltas.items():
-            params[f"d_{key}" if key in _PROTOCOL_COUNTERS else f"v_{key}"] = value
-        self.conn.execute(_bump("protocol", tuple(deltas)), params)
+    def count(self, counts: metrics.Counts) -> None:
+        """Apply one write's changes to the statistics (``counts.apply``: one lock order)."""
+        metrics.apply(self.conn, counts)
 
-    def bump_step(self, step_id: str, **deltas: int) -> None:
-        params: dict[str, Any] = {"b_id": step_id}
-        for key, value in deltas.items():
-            params[f"d_{key}"] = value
-        self.conn.execute(_bump("step", tuple(deltas)), params)
-
-    def step_metrics_of(self, protocol_id: str) -> dict[str, Row]:
-        q = select(t.step_metrics).where(t.step_metrics.c.protocol_id == protocol_id)
+    def step_metrics_of(self, protocol_id: str, space: str) -> dict[str, Row]:
+        s = t.step_metrics.c
+        q = select(t.step_metrics).where((s.protocol_id == protocol_id) & (s.space == space))
         return {r["step_id"]: r for r in self.conn.execute(q).mappings()}
 
     # --- categories and entries ------------------------------------------------------------

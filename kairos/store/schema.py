@@ -71,6 +71,8 @@ runs = Table(
     Column("message", Text),
     Column("quality_bonus", Float),
     Column("proven", Boolean, nullable=False, default=False, server_default=false()),
+    # Every change of a run adds one: a write applies only to the version it read.
+    Column("version", Integer, nullable=False, default=0, server_default="0"),
     Column("created_at", TS, nullable=False),
     Column("updated_at", TS, nullable=False),
     Index("ix_runs_caller", "caller", "protocol_id", "status"),
@@ -114,10 +116,12 @@ attestations = Table(
     Column("created_at", TS, nullable=False),
 )
 
+# A protocol's statistics are kept per space that runs it: a space's own protocols have
+# one row (their space's), a built-in one row per space that has run it.
 protocol_metrics = Table(
     "protocol_metrics", metadata,
     Column("protocol_id", String(36), primary_key=True),
-    Column("space", String(64), nullable=False),
+    Column("space", String(64), primary_key=True),
     Column("runs", Integer, nullable=False, default=0),
     Column("successes", Integer, nullable=False, default=0),
     Column("failures", Integer, nullable=False, default=0),
@@ -130,6 +134,7 @@ protocol_metrics = Table(
 step_metrics = Table(
     "step_metrics", metadata,
     Column("step_id", String(36), primary_key=True),
+    Column("space", String(64), primary_key=True),
     Column("protocol_id", String(36), nullable=False, index=True),
     Column("accepted", Integer, nullable=False, default=0),
     Column("refused", Integer, nullable=False, default=0),

@@ -147,10 +147,12 @@ async def test_with_tokens_any_host_is_served(kairos: Kairos) -> None:
         assert response.status_code == 200
 
 
-# --- requests in flight ------------------------------------------------------------------
+# --- admission: a bounded queue before a 503 ----------------------------------------------
 
-async def test_beyond_the_inflight_bound_requests_get_503_with_retry_after(
-        kairos: Kairos) -> None:
+@contextlib.asynccontextmanager
+async def _one_slot_taken(client: httpx.AsyncClient) -> AsyncIterator[dict[str, Any]]:
+    """A search that holds the one slot until ``first["release"]()`` (or the block's
+    end) lets its body arrive; ``first["r"]`` is its response, once answered."""
     admitted, gate = anyio.Event(), anyio.Event()
 
     async def slow_body() -> AsyncIterator[bytes]:
@@ -159,17 +161,49 @@ async def test_beyond_the_inflight_bound_requests_get_503_with_retry_after(
         await gate.wait()
         yield b'"deploy"}'
 
-    async with _client(_app(kairos, max_inflight=1)) as client:
-        first: dict[str, httpx.Response] = {}
+    first: dict[str, Any] = {"release": gate.set}
 
-        async def send_first() -> None:
-            first["r"] = await client.post("/api/v1/protocols/search", content=slow_body(),
-                                           headers=JSON)
+    async def send_first() -> None:
+        first["r"] = await client.post("/api/v1/protocols/search", content=slow_body(),
+                                       headers=JSON)
 
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(send_first)
-            with anyio.fail_after(10):
-                await admitted.wait()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(send_first)
+        with anyio.fail_after(10):
+            await admitted.wait()
+        try:
+            yield first
+        finally:
+            gate.set()
+
+
+async def test_beyond_the_slots_requests_wait_their_turn_then_are_served(
+        kairos: Kairos) -> None:
+    async with _client(_app(kairos, max_inflight=1, max_queue=2)) as client:
+        answers: list[httpx.Response] = []
+        async with _one_slot_taken(client) as first, anyio.create_task_group() as tg:
+            async def search(query: str) -> None:
+                answers.append(await client.post("/api/v1/protocols/search",
+                                                 json={"query": query}))
+            tg.start_soon(search, "first in line")
+            tg.start_soon(search, "second in line")
+            await _until_waiting(client, 2)
+            assert (await client.get("/health")).status_code == 200  # not counted
+            first["release"]()
+        assert first["r"].status_code == 200
+        assert [a.status_code for a in answers] == [200, 200]
+
+
+async def test_a_full_queue_is_shed_with_503_and_retry_after(kairos: Kairos) -> None:
+    async with _client(_app(kairos, max_inflight=1, max_queue=1)) as client:
+        async with _one_slot_taken(client) as first, anyio.create_task_group() as tg:
+            queued: list[httpx.Response] = []
+
+            async def wait_in_line() -> None:
+                queued.append(await client.post("/api/v1/protocols/search",
+                                                json={"query": "x"}))
+            tg.start_soon(wait_in_line)
+            await _until_waiting(client, 1)
             busy = await client.post("/api/v1/protocols/search", json={"query": "x"})
             assert busy.status_code == 503
             assert busy.headers["retry-after"] == "1"
@@ -177,8 +211,33 @@ async def test_beyond_the_inflight_bound_requests_get_503_with_retry_after(
             mcp = await client.post("/mcp", json=INITIALIZE, headers=MCP_HEADERS)
             assert mcp.status_code == 503 and mcp.json()["error"]["data"]["error_code"] == (
                 "OVERLOADED")
-            assert (await client.get("/health")).status_code == 200  # not counted
-            gate.set()
-        assert first["r"].status_code == 200
+            first["release"]()
+        assert [q.status_code for q in queued] == [200]
         again = await client.post("/api/v1/protocols/search", json={"query": "x"})
         assert again.status_code == 200
+
+
+async def test_a_wait_past_the_deadline_is_shed_with_503(kairos: Kairos) -> None:
+    app = _app(kairos, max_inflight=1, max_queue=8, max_wait_ms=50)
+    async with _client(app) as client, _one_slot_taken(client):
+        late = await client.post("/api/v1/protocols/search", json={"query": "x"})
+        assert late.status_code == 503 and late.headers["retry-after"] == "1"
+        assert late.json()["error_code"] == "OVERLOADED"
+
+
+async def _until_waiting(client: httpx.AsyncClient, n: int) -> None:
+    """Until ``n`` requests wait in the app's admission queue (bounded)."""
+    gate = _gate(client)
+    with anyio.fail_after(10):
+        while gate.admission.waiting < n:
+            await anyio.lowlevel.checkpoint()
+
+
+def _gate(client: httpx.AsyncClient) -> Any:
+    """The app's Gate middleware, as built by Starlette."""
+    app = client._transport.app  # type: ignore[attr-defined]
+    stack = app.middleware_stack
+    while stack is not None and type(stack).__name__ != "Gate":
+        stack = getattr(stack, "app", None)
+    assert stack is not None
+    return stack

@@ -1,7 +1,9 @@
-"""kill -9 of `kairos serve` in the middle of bulk mints and running agents, then a restart:
-every write a client saw acknowledged is there whole (a protocol with all its steps and its
-vectors), every run's proof chain verifies, an answered nonce stays spent, and the SQLite
-file passes its integrity check. ``KAIROS_KILL9_ROUNDS`` sets the number of kills (3)."""
+"""kill -9 of `kairos serve` in the middle of a mixed load (bulk mints, searches, agents
+running protocols to an attested outcome), then a restart: every write a client saw
+acknowledged is there whole (a protocol with all its steps and its vectors, an outcome on
+its run), every run's proof chain verifies, an answered nonce stays spent, the protocol's
+counters equal what its runs left behind, and the SQLite file passes its integrity check.
+``KAIROS_KILL9_ROUNDS`` sets the number of kills (3)."""
 
 from __future__ import annotations
 
@@ -19,7 +21,8 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.conftest import PG_URL, loopback_socket
+from tests.conftest import PG_URL, loopback_socket, make_kairos
+from tests.recount import counted, recount
 from tests.spec.seedkit import THREE_STEPS, shell_ok
 
 pytestmark = pytest.mark.slow
@@ -55,6 +58,7 @@ class Load:
         self.url, self.round, self.steps = url, round_, steps
         self.minted: dict[str, str] = {}     # title → step-1 uri, acknowledged
         self.spent: list[dict[str, Any]] = []  # answers the server accepted
+        self.outcomes: dict[str, str] = {}      # run id → outcome, acknowledged
         self.stop = threading.Event()
 
     def mint(self) -> None:
@@ -74,9 +78,12 @@ class Load:
                 if self.stop.is_set():
                     return
 
-    def run(self) -> None:
-        with httpx.Client(base_url=self.url, timeout=30) as http:
+    def run(self, agent: str) -> None:
+        with httpx.Client(base_url=self.url, timeout=30,
+                          headers={"X-CHL-Session": agent}) as http:
+            turn = 0
             while not self.stop.is_set():
+                turn += 1
                 try:
                     r = http.post("/api/v1/runs/begin", json={"uri": self.steps[0]}).json()
                     for uri in self.steps[1:]:
@@ -84,7 +91,22 @@ class Load:
                         r = http.post("/api/v1/runs/next", json=answer).json()
                         if "error_code" not in r:
                             self.spent.append(answer)
+                    attest = ({"outcome": "failure", "message": "broke"} if turn % 3 == 0 else
+                              {"outcome": "success", "message": "done",
+                               "solution": shell_ok(r["challenge"])})
+                    done = http.post("/api/v1/runs/attest",
+                                     json={"uri": self.steps[-1], **attest})
+                    if done.status_code == 200:
+                        self.outcomes[done.json()["run_id"]] = attest["outcome"]
                 except (httpx.HTTPError, KeyError, ValueError):
+                    return
+
+    def search(self) -> None:
+        with httpx.Client(base_url=self.url, timeout=30) as http:
+            while not self.stop.is_set():
+                try:
+                    http.post("/api/v1/protocols/search", json={"query": "rotate a key"})
+                except httpx.HTTPError:
                     return
 
 
@@ -98,11 +120,13 @@ def test_acknowledged_writes_survive_kill_9(home: Path) -> None:
         "markdown_doc": THREE_STEPS}, timeout=30).json()["items"][0]["steps"]]
     minted: dict[str, str] = {}
     spent: list[dict[str, Any]] = []
+    outcomes: dict[str, str] = {}
     try:
         for round_ in range(ROUNDS):
             load = Load(url, round_, steps)
-            workers = [threading.Thread(target=load.mint), threading.Thread(target=load.run),
-                       threading.Thread(target=load.run)]
+            workers = [threading.Thread(target=load.mint), threading.Thread(target=load.search),
+                       *(threading.Thread(target=load.run, args=(f"agent-{i}",))
+                         for i in range(2))]
             for w in workers:
                 w.start()
             time.sleep(rng.uniform(0.8, 2.5))  # let writes pile up, then kill at a random time
@@ -113,8 +137,9 @@ def test_acknowledged_writes_survive_kill_9(home: Path) -> None:
                 w.join(timeout=60)
             minted |= load.minted
             spent += load.spent
+            outcomes |= load.outcomes
             proc = _serve(home, port)
-        assert minted and spent, "the load made no acknowledged writes before the kills"
+        assert minted and spent and outcomes, "the load made no acknowledged writes"
 
         with httpx.Client(base_url=url, timeout=30) as http:
             for title, uri in minted.items():
@@ -133,6 +158,11 @@ def test_acknowledged_writes_survive_kill_9(home: Path) -> None:
     finally:
         proc.kill()
         proc.wait(timeout=30)
+    kairos = make_kairos(home, KAIROS_EMBEDDER="none")
+    for run_id, outcome in outcomes.items():
+        run = kairos.run_detail(run_id)
+        assert (run["status"], run["outcome"]) == ("finished", outcome), run
+    assert recount(kairos, steps[0]) == counted(kairos, steps[0])
     if not PG_URL:
         with sqlite3.connect(home / "kairos.db") as db:
             assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"

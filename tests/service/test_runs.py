@@ -83,13 +83,18 @@ def test_replayed_nonce_is_refused(kairos: Kairos) -> None:
 
 
 @pytest.mark.req("D4-4")
-def test_superseded_nonce_is_refused(kairos: Kairos) -> None:
+def test_a_superseded_nonce_is_refused_and_changes_nothing(kairos: Kairos) -> None:
     steps, _ = mint_three(kairos)
     begun = kairos.begin(steps[0])
     refused = kairos.next(steps[1], shell_ok(begun["challenge"], exit_code=1))
-    stale = kairos.next(steps[1], shell_ok(begun["challenge"]))  # the superseded nonce
-    assert stale["error_code"] == "NONCE_MISMATCH" and stale["retry_count"] == 2
-    assert refused["challenge"]["nonce"] != stale["challenge"]["nonce"]
+    assert refused["retry_count"] == 1
+    with pytest.raises(KairosError) as info:  # the superseded nonce
+        kairos.next(steps[1], shell_ok(begun["challenge"]))
+    assert (info.value.code, info.value.field) == ("NO_ACTIVE_RUN", "solution")
+    # The live challenge is still the one the refusal showed, its retry not counted twice.
+    moved = kairos.next(steps[1], shell_ok(refused["challenge"]))
+    assert "error_code" not in moved
+    assert kairos.metrics(steps[0])["steps"][0]["refused"] == 1
 
 
 def test_next_without_a_run_is_a_structured_error(kairos: Kairos) -> None:
@@ -273,3 +278,18 @@ def test_run_history_and_proof_log(kairos: Kairos) -> None:
     with pytest.raises(KairosError):
         kairos.verify_run(done["run_id"], Caller(space="other"))
 
+
+
+def test_a_swap_applies_only_to_the_run_as_it_was_read(kairos: Kairos) -> None:
+    """The compare-and-swap refuses a run that changed since it was read: a change that
+    counted its version, and one that cleared the pending nonce without counting it."""
+    steps, _ = mint_three(kairos)
+    kairos.begin(steps[0])
+    run_id = kairos.run_history()[0]["run_id"]
+    for change in ({"version": schema.runs.c.version + 1}, {"nonce": None, "challenge": None}):
+        with kairos.store.write() as repo:
+            read = dict(repo.run(run_id) or {})
+            repo.conn.execute(update(schema.runs).where(schema.runs.c.id == run_id)
+                              .values(**change))
+            assert repo.swap_run(read, status="finished", outcome="failure") is False
+            assert repo.swap_run(dict(repo.run(run_id) or {}), message="as it is") is True

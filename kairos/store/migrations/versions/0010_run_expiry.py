@@ -3,14 +3,14 @@
 An index on (status, updated_at) lets every serving process find the active runs idle
 past ``run_idle_minutes`` (``service.expiry``) without reading every run.
 
-Revision ID: 0013
+Revision ID: 0010
 Revises: 0009
 Create Date: 2026-11-26
 """
 
 from alembic import op
 
-revision = "0013"
+revision = "0010"
 down_revision = "0009"
 branch_labels = None
 depends_on = None

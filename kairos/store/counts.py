@@ -1,0 +1,102 @@
+"""A protocol's statistics in one space: the changes one write makes to them, gathered
+while it runs and applied at its end, always in one order — the steps' rows by id, then
+the protocol's row. On PostgreSQL every counter UPDATE holds its row's lock until commit;
+two writers that took the same rows in opposite orders would each wait for the other
+(a deadlock). One order means one of them simply waits its turn."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import bindparam, select, update
+from sqlalchemy.engine import Connection
+from sqlalchemy.sql import Executable
+
+from . import schema as t
+
+#: Columns of ``protocol_metrics`` that are added to; the others given are set.
+PROTOCOL_COUNTERS = ("runs", "successes", "failures", "quality_bonus")
+_BUMPS: dict[tuple[str, tuple[str, ...]], Executable] = {}
+
+
+@dataclass
+class Counts:
+    """What one write adds to (or sets in) the statistics of ``protocol_id`` as run in
+    ``space``."""
+
+    protocol_id: str
+    space: str
+    protocol: dict[str, Any] = field(default_factory=dict)
+    steps: dict[str, dict[str, int]] = field(
+        default_factory=lambda: defaultdict(lambda: defaultdict(int)))
+    models: dict[str, dict[str, int]] = field(
+        default_factory=lambda: defaultdict(lambda: defaultdict(int)))
+
+    def add(self, **values: Any) -> None:
+        """Add to the protocol's counters (``runs=1``); set its other columns
+        (``last_outcome="success"``)."""
+        for key, value in values.items():
+            if key in PROTOCOL_COUNTERS:
+                self.protocol[key] = self.protocol.get(key, 0) + value
+            else:
+                self.protocol[key] = value
+
+    def step(self, step_id: str, **deltas: int) -> None:
+        for key, value in deltas.items():
+            self.steps[step_id][key] += value
+
+    def model(self, model: str, outcome: str, delta: int) -> None:
+        self.models[model][outcome] += delta
+
+
+def apply(conn: Connection, counts: Counts) -> None:
+    """Write ``counts``: the steps' rows in order of id, then the protocol's row (read
+    under its lock when a model's counts change, since ``per_model`` is one JSON value)."""
+    base = {"b_space": counts.space}
+    for step_id in sorted(counts.steps):
+        deltas = {k: v for k, v in counts.steps[step_id].items() if v}
+        if deltas:
+            conn.execute(_bump("step", tuple(deltas)),
+                         {**base, "b_id": step_id, **{f"d_{k}": v for k, v in deltas.items()}})
+    values = dict(counts.protocol)
+    if any(any(d.values()) for d in counts.models.values()):
+        m = t.protocol_metrics.c
+        row = conn.execute(select(m.per_model).where(
+            (m.protocol_id == counts.protocol_id) & (m.space == counts.space))
+            .with_for_update()).first()
+        per_model = {k: dict(v) for k, v in (row[0] if row else {}).items()}
+        for model, deltas in counts.models.items():
+            mine = per_model.setdefault(model, {})
+            for outcome, delta in deltas.items():
+                mine[outcome] = mine.get(outcome, 0) + delta
+        values["per_model"] = per_model
+    if values:
+        params = {f"d_{k}" if k in PROTOCOL_COUNTERS else f"v_{k}": v for k, v in values.items()}
+        conn.execute(_bump("protocol", tuple(values)),
+                     {**base, "b_id": counts.protocol_id, **params})
+
+
+def _bump(table: str, keys: tuple[str, ...]) -> Executable:
+    """The UPDATE that adds ``d_<key>`` to each counter and sets ``v_<key>`` to each other
+    column of ``keys`` (one statement per table and set of keys, built on first use: the
+    run loop runs a handful per call, and building one costs more than running it)."""
+    stmt = _BUMPS.get((table, keys))
+    if stmt is None:
+        if table == "protocol":
+            c = t.protocol_metrics.c
+            where = (c.protocol_id == bindparam("b_id")) & (c.space == bindparam("b_space"))
+            values = {k: (getattr(c, k) + bindparam(f"d_{k}") if k in PROTOCOL_COUNTERS
+                          else bindparam(f"v_{k}", type_=getattr(c, k).type)) for k in keys}
+            stmt = update(t.protocol_metrics).where(where).values(values)
+        else:
+            s = t.step_metrics.c
+            where = (s.step_id == bindparam("b_id")) & (s.space == bindparam("b_space"))
+            stmt = update(t.step_metrics).where(where).values(
+                {k: getattr(s, k) + bindparam(f"d_{k}") for k in keys})
+        _BUMPS[(table, keys)] = stmt
+    return stmt
+
+
+__all__ = ["PROTOCOL_COUNTERS", "Counts", "apply"]

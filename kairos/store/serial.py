@@ -1,0 +1,111 @@
+"""Writers of one space, one at a time: across threads, processes and replicas.
+
+A write that checks before it commits (a mint's duplicate check, an edit's read of the
+protocol) and meets another such write of its space would have to check again, perhaps
+again and again under load. Taken in turn instead, each one checks what the one before it
+committed and then commits: nothing is retried and no conflict reaches the client.
+
+- In a process: one lock per space (threads queue on it, first come first served).
+- Across processes on one SQLite file: a byte-range lock (``fcntl.lockf``) on a file
+  beside the database, one byte per space (by hash).
+- Across replicas on PostgreSQL: an advisory lock per space, held by a transaction of its
+  own for as long as the write takes (released at its end, or if the process dies).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine, text
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not on Windows: processes then rely on the guard
+    fcntl = None  # type: ignore[assignment]
+
+_RANGE = 2**31 - 1  # byte offsets of the lock file that spaces hash to
+
+
+def space_key(space: str) -> int:
+    """A signed 64-bit key for ``space`` (PostgreSQL's advisory lock keys are bigint)."""
+    digest = hashlib.sha256(f"kairos-space-writes:{space}".encode()).digest()
+    return int.from_bytes(digest[:8], "big", signed=True)
+
+
+class SpaceLocks:
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.postgres = engine.dialect.name == "postgresql"
+        self._guard = threading.Lock()
+        self._locks: dict[str, list[Any]] = {}  # space → [lock, holders and waiters]
+        size = getattr(engine.pool, "size", lambda: 8)()
+        self._holders = threading.BoundedSemaphore(max(1, size // 2))
+        database = engine.url.database if engine.dialect.name == "sqlite" else None
+        self._path = (Path(f"{database}.locks") if database and database != ":memory:"
+                      and fcntl is not None else None)
+        # One descriptor for the store's life: closing any descriptor of a file drops
+        # every byte-range lock the process holds on it.
+        self._fd: Any = None
+
+    @contextmanager
+    def hold(self, space: str) -> Iterator[None]:
+        with self._local(space):
+            if self.postgres:
+                # Each holder keeps a connection besides the ones its write uses: at most
+                # half the pool holds one, so the writes always find a connection.
+                with self._holders, self.engine.connect() as conn, conn.begin():
+                    conn.execute(text("SELECT pg_advisory_xact_lock(:key)"),
+                                 {"key": space_key(space)})
+                    yield
+            else:
+                with self._across_processes(space):
+                    yield
+
+    @contextmanager
+    def _local(self, space: str) -> Iterator[None]:
+        with self._guard:
+            entry = self._locks.setdefault(space, [threading.Lock(), 0])
+            entry[1] += 1
+        try:
+            with entry[0]:
+                yield
+        finally:
+            with self._guard:
+                entry[1] -= 1
+                if not entry[1]:
+                    del self._locks[space]
+
+    @contextmanager
+    def _across_processes(self, space: str) -> Iterator[None]:
+        if self._path is None:
+            yield
+            return
+        with self._guard:
+            if self._fd is None:
+                try:
+                    self._fd = self._path.open("a+b")
+                except OSError:  # a read-only home: there are no writes to serialise
+                    self._path = None
+        if self._fd is None:
+            yield
+            return
+        offset = space_key(space) % _RANGE
+        fcntl.lockf(self._fd, fcntl.LOCK_EX, 1, offset)
+        try:
+            yield
+        finally:
+            fcntl.lockf(self._fd, fcntl.LOCK_UN, 1, offset)
+
+    def close(self) -> None:
+        with self._guard:
+            if self._fd is not None:
+                self._fd.close()
+                self._fd = None
+
+
+__all__ = ["SpaceLocks", "space_key"]
