@@ -255,8 +255,8 @@ def check_json_body(body: bytes) -> None:
     except UnicodeDecodeError as exc:
         raise ValidationError("body", "a UTF-8 encoded JSON body",
                               message=f"Invalid body: not UTF-8 (byte {exc.start}).") from None
-    limits.check_json_depth(text, "body")
-    if limits.might_hold_bad_text(text):
+    limits.check_json_depth(body, "body")
+    if limits.might_hold_bad_text(body):
         try:
             value = json.loads(text)
         except json.JSONDecodeError:

@@ -85,22 +85,40 @@ def configure(settings: Any = None, **values: int) -> Limits:
     return _current
 
 
-# --- JSON depth --------------------------------------------------------------------------
+# --- raw JSON: depth and bad text, checked before parsing ---------------------------------
+# Every check below runs in time linear in the length of the text, in a few passes of C
+# (bytes.translate, substring search) over the raw bytes, so none stalls another thread
+# for long; the one Python loop (counting brackets) yields between chunks.
 
-_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
-_DELTA = {"[": 1, "{": 1, "]": -1, "}": -1}
+def _table(**marks: bytes) -> bytes:
+    """A 256-byte translation table: each byte of a mark's value becomes the mark's first
+    byte, every other byte a space."""
+    table = bytearray(b" " * 256)
+    for mark, chars in marks.items():
+        for c in chars:
+            table[c] = ord(mark[0])
+    return bytes(table)
+
+
+_NOT_STRUCTURE = bytes(b for b in range(256) if b not in b'"[]{}')
+_DELTA = {ord("["): 1, ord("{"): 1, ord("]"): -1, ord("}"): -1}
+_QUOTED = re.compile(rb'"[^"]*"')  # tried at quotes only: an unclosed one fails once, at the end
 _CHUNK = 1 << 16  # brackets counted per step: other threads run between steps
 
 
-def json_depth(text: str, stop_above: int | None = None) -> int:
+def _raw(text: str | bytes) -> bytes:
+    return text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
+
+
+def json_depth(text: str | bytes, stop_above: int | None = None) -> int:
     """The deepest nesting of ``[`` and ``{`` in JSON text, without parsing it (strings are
     skipped); stops counting once the depth passes ``stop_above``.
 
-    Linear in the length of the text, whatever it holds: escaped backslashes, then escaped
-    quotes, are dropped (neither can end a string), so every remaining quote opens or
-    closes one; no pattern is tried again from each position of an unclosed string."""
-    plain = text.replace("\\\\", "").replace('\\"', "")
-    brackets = _NOT_BRACKET.sub("", "".join(plain.split('"')[::2]))
+    Escaped backslashes, then escaped quotes, are dropped (neither can end a string), so
+    every remaining quote opens or closes one; all but quotes and brackets is dropped, then
+    every quoted run."""
+    plain = _raw(text).replace(b"\\\\", b"").replace(b'\\"', b"")
+    brackets = _QUOTED.sub(b"", plain.translate(None, _NOT_STRUCTURE)).replace(b'"', b"")
     deepest = depth = 0
     for start in range(0, len(brackets), _CHUNK):
         levels = list(accumulate(map(_DELTA.__getitem__, brackets[start:start + _CHUNK]),
@@ -111,7 +129,7 @@ def json_depth(text: str, stop_above: int | None = None) -> int:
     return deepest
 
 
-def check_json_depth(text: str, field: str) -> None:
+def check_json_depth(text: str | bytes, field: str) -> None:
     """ValidationError when JSON text nests deeper than the limit."""
     limit = current().json_depth
     if json_depth(text, limit) > limit:
@@ -119,22 +137,25 @@ def check_json_depth(text: str, field: str) -> None:
                               message=f"{field} nests JSON more than {limit} levels deep.")
 
 
-# --- text that no store can keep ---------------------------------------------------------
-
 BAD_CHAR = re.compile("[\x00\ud800-\udfff]")
 #: In raw JSON text the only way to spell a NUL or a surrogate is a \\u escape.
-#: Non-finite numbers are spelled NaN, Infinity or with a large exponent (1e999). A run
-#: of digits is tried from its first digit only (a lookbehind), so runs of 299 digits cost
-#: their length, not its square.
-_BAD_ESCAPE = re.compile(
-    r"\\u(?:0000|[dD][89a-fA-F][0-9a-fA-F]{2})|NaN|Infinity|[eE][+-]?\d{3}|(?<!\d)\d{300}")
+_BAD_ESCAPE = re.compile(rb"\\u(?:0000|[dD][89a-fA-F][0-9a-fA-F]{2})")
+#: Numbers by their shape: digits as 0, exponent letters as e, signs as +.
+_NUMBER_SHAPE = _table(**{"0": b"0123456789", "e": b"eE", "+": b"+-"})
+_OVERLONG = b"0" * 300
 
 
-def might_hold_bad_text(raw_json: str) -> bool:
+def might_hold_bad_text(raw_json: str | bytes) -> bool:
     """False when JSON text certainly decodes to no NUL, no lone surrogate and no
-    non-finite or overlong number (a fast pre-check before walking the parsed value with
-    ``check_value``)."""
-    return _BAD_ESCAPE.search(raw_json) is not None
+    non-finite (NaN, Infinity, an exponent of three digits: 1e999) or overlong (300
+    digits) number: a fast pre-check before walking the parsed value with ``check_value``."""
+    data = _raw(raw_json)
+    if b"NaN" in data or b"Infinity" in data:
+        return True
+    if b"\\u" in data and _BAD_ESCAPE.search(data):
+        return True
+    shape = data.translate(_NUMBER_SHAPE)
+    return b"e000" in shape or b"e+000" in shape or _OVERLONG in shape
 
 
 def bad_text(value: Any, path: str = "", max_depth: int | None = None

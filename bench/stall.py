@@ -1,0 +1,182 @@
+"""Stalls: how long one crafted request holds up everyone else.
+
+One `kairos serve` (SQLite, the local model). A prober calls `GET /health` one request at a
+time, back to back, for the whole run; each body below is then sent `--repeat` times in a
+row while it probes, and the `/health` latencies seen while that body was being served are
+its figure. Every crafted body (the inputs that used to stall the server) is measured beside
+a plain body of the same size, in the same run, and an idle window measures the prober alone.
+
+Reports, per body: its size, its own median latency and status, and the p50 / p99 / max of
+the concurrent `/health` (goal: p99 ≤ 50 ms for any body within the body limit).
+
+    python bench/stall.py [--repeat 5] [--json bench/results/stall.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE), str(HERE.parent)]
+
+import httpx2  # noqa: E402
+from harness import Server, http_client, machine, stats  # noqa: E402
+from mcp import ClientSession  # noqa: E402
+from mcp.client.streamable_http import streamable_http_client  # noqa: E402
+from rich.console import Console  # noqa: E402
+from rich.table import Table  # noqa: E402
+
+MINT = "/api/v1/protocols"
+
+
+def _doc(body: str) -> str:
+    return f"# A protocol\n\n## Build\n\nBuild it.\n\n{body}\n"
+
+
+def _plain_doc(size: int) -> str:
+    steps = "".join(f"## Step {i}\n\nDo part {i} of the work, then check it.\n\nPROOF OF WORK: "
+                    f"echo {i}\n\n" for i in range(150))
+    text = "# Plain protocol\n\n" + steps
+    return (text + "Some closing words in the last step. " * (size // 37 + 1))[:size]
+
+
+def _mint_body(markdown_doc: str) -> bytes:
+    return json.dumps({"markdown_doc": markdown_doc, "force_update": True}).encode()
+
+
+def _minted(doc: str) -> tuple[bytes, bytes]:
+    """The mint body of ``doc``, and of a plain document of the same length."""
+    return _mint_body(doc), _mint_body(_plain_doc(len(doc)))
+
+
+def cases() -> list[tuple[str, str, bytes | str, bytes | str]]:
+    """(name, path or "mcp", crafted body, plain body of the same size: the same bytes for
+    a raw JSON body, the same document length for a document)."""
+    quotes = 45_000
+    digits = ("[" + ",".join(["9" * 299] * 13_000) + "]").encode()
+    numbers_plain = ("[" + ",".join(['"' + "a" * 297 + '"'] * 13_000) + "]").encode()
+    block = '```json\n{"challenge": "' + '\\"' * 400_000 + "\n```"  # 800 KB document
+    block_plain = '```json\n{"challenge": "' + "ab" * 400_000 + "\n```"
+    heading = "## " + "1. " * 300_000
+    lists = "- a\n" * 200_000
+    brackets = "PROOF OF WORK: echo\n" + "[" * 950_000
+    return [
+        ("escaped quotes, unclosed (90 KB body)", MINT,
+         ('{"markdown_doc": "' + '\\"' * quotes).encode(),
+         ('{"markdown_doc": "' + "ab" * quotes).encode()),
+        ("escaped quotes, unclosed (3.9 MB body)", MINT,
+         ('{"markdown_doc": "' + '\\"' * 1_950_000).encode(),
+         ('{"markdown_doc": "' + "ab" * 1_950_000).encode()),
+        ("299-digit numbers (3.9 MB body)", MINT, digits, numbers_plain),
+        ("escaped quotes in a json challenge block (REST)", MINT, *_minted(_doc(block))),
+        ("escaped quotes in a json challenge block (MCP)", "mcp", _doc(block),
+         _doc(block_plain)),
+        ("heading of '1. ' x 300,000", MINT, *_minted(_doc(heading))),
+        ("200,000 list items (800 KB document)", MINT, *_minted(_doc(lists))),
+        ("950,000 '[' after a PROOF OF WORK", MINT, *_minted(_doc(brackets))),
+    ]
+
+
+class Prober:
+    """``GET /health`` back to back; latencies are kept with the time they ended."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.samples: list[tuple[float, float]] = []
+        self.stop = asyncio.Event()
+
+    async def run(self) -> None:
+        async with httpx2.AsyncClient(base_url=self.url, timeout=60) as http:
+            while not self.stop.is_set():
+                started = time.perf_counter()
+                await http.get("/health")
+                ended = time.perf_counter()
+                self.samples.append((ended, ended - started))
+
+    def window(self, start: float, end: float) -> list[float]:
+        """Latencies of the probes that overlapped ``[start, end]``."""
+        return [lat for t, lat in self.samples if t >= start and t - lat <= end]
+
+
+async def _send(http: httpx2.AsyncClient, session: ClientSession | None, path: str,
+                body: bytes | str) -> int:
+    if path == "mcp":
+        assert session is not None and isinstance(body, str)
+        result = await session.call_tool("kairos_mint", {"markdown_doc": body})
+        return 200 if not result.is_error else 422
+    response = await http.post(path, content=body,
+                               headers={"content-type": "application/json"})
+    return response.status_code
+
+
+async def measure(url: str, repeat: int, idle: float) -> list[dict[str, Any]]:
+    prober = Prober(url)
+    probing = asyncio.create_task(prober.run())
+    rows: list[dict[str, Any]] = []
+    try:
+        async with http_client() as mcp_http, \
+                streamable_http_client(f"{url}/mcp", http_client=mcp_http) as (read, write), \
+                ClientSession(read, write) as session:
+            await session.initialize()
+            http = httpx2.AsyncClient(base_url=url, timeout=httpx2.Timeout(300))
+            await asyncio.sleep(idle)  # the prober alone: the idle baseline
+            rows.append({"case": "idle (no other request)", "kind": "baseline",
+                         **stats(prober.window(0, time.perf_counter()))})
+            for name, path, crafted, plain in cases():
+                for kind, body in (("crafted", crafted), ("plain", plain)):
+                    took, statuses = [], []
+                    start = time.perf_counter()
+                    for _ in range(repeat):
+                        began = time.perf_counter()
+                        statuses.append(await _send(http, session, path, body))
+                        took.append(time.perf_counter() - began)
+                    health = prober.window(start, time.perf_counter())
+                    rows.append({"case": name, "kind": kind, "bytes": len(body),
+                                 "status": sorted(set(statuses)),
+                                 "request_p50_ms": stats(took)["p50_ms"], **stats(health),
+                                 "max_ms": round(max(health, default=0) * 1000, 3)})
+            await http.aclose()
+    finally:
+        prober.stop.set()
+        await probing
+    return rows
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--repeat", type=int, default=5, help="requests per body [5]")
+    p.add_argument("--idle", type=float, default=5.0, help="idle baseline seconds [5]")
+    p.add_argument("--json", type=Path, default=HERE / "results" / "stall.json")
+    args = p.parse_args()
+    console = Console()
+    with tempfile.TemporaryDirectory(prefix="kairos-stall-") as tmp:
+        home = Path(tmp)
+        server = Server(home, None, home / "serve.log")
+        try:
+            server.wait_ready()
+            rows = asyncio.run(measure(server.url, args.repeat, args.idle))
+        finally:
+            server.stop()
+    table = Table(title="GET /health while one body is served (ms)")
+    for column in ("body", "kind", "bytes", "status", "request p50", "n", "health p50",
+                   "health p99", "health max"):
+        table.add_column(column, justify="left" if column in ("body", "kind") else "right")
+    for r in rows:
+        table.add_row(r["case"], r["kind"], str(r.get("bytes", "")),
+                      ",".join(map(str, r.get("status", []))), str(r.get("request_p50_ms", "")),
+                      str(r["n"]), str(r["p50_ms"]), str(r["p99_ms"]), str(r.get("max_ms", "")))
+    console.print(table)
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps({"machine": machine(), "rows": rows}, indent=2) + "\n")
+    console.print(f"written to {args.json}")
+
+
+if __name__ == "__main__":
+    main()
