@@ -237,7 +237,7 @@ def quality(step_id: StepId, c: C) -> Any:
 @router.get("/runs/list", response_model=RunPage,
             summary="List runs, a page at a time, with whether each is proven")
 def list_runs(c: C, limit: Limit = 20, offset: Offset = 0,
-              status: Literal["active", "completed", "finished"] | None = None,
+              status: Literal["active", "completed", "finished", "imported"] | None = None,
               protocol: Annotated[str | None, Query(
                   description="Only runs of this protocol (any step URI).",
                   json_schema_extra={"pattern": URI_PATTERN})] = None) -> Any:

@@ -25,6 +25,8 @@ from .proof import chain_hash
 ACTIVE = "active"          # steps remain to be proven through kairos_next
 COMPLETED = "completed"    # the last step is shown; kairos_attest may add its proof
 FINISHED = "finished"      # kairos_attest recorded the outcome
+IMPORTED = "imported"      # read from an export: history of another store, takes no answers
+RUN_STATUSES = (ACTIVE, COMPLETED, FINISHED, IMPORTED)
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from ..domain import errors, limits, markdown
+from ..domain import engine, errors, limits, markdown
 from ..domain.errors import KairosError, NotFoundError, ValidationError
 from ..domain.proof import chain_hash, verify_chain
 from ..domain.requests import CATEGORY_CODES
@@ -23,7 +23,7 @@ from .clock import now
 from .protocols import SIMILAR_THRESHOLD, Caller, ProtocolService, title_key
 
 MAX_LIMIT = 100
-RUN_STATUSES = ("active", "completed", "finished")
+RUN_STATUSES = engine.RUN_STATUSES
 ENTRY_KINDS = ("experience", "manual")
 PREVIEW_LEN = 240
 

@@ -20,7 +20,7 @@ from .protocols import Caller
 from .runs import RunService
 
 MAX_PAGE = 500
-RUN_STATUSES = (engine.ACTIVE, engine.COMPLETED, engine.FINISHED)
+RUN_STATUSES = engine.RUN_STATUSES
 
 
 def _count(value: Any, field: str, lowest: int, highest: int) -> int:
@@ -115,11 +115,12 @@ class Listing:
         reason = (message or "").strip() or "Aborted."
         with self.store.write() as repo:
             run = self._own(repo, run_id, caller)
-            if run["status"] == engine.FINISHED:
+            if run["status"] in (engine.FINISHED, engine.IMPORTED):
+                state = ("already finished" if run["status"] == engine.FINISHED
+                         else "imported history")
                 raise ConflictError(errors.CONFLICT,
-                                    f"Run {run['id']} is already finished (outcome "
-                                    f"{run['outcome']}); there is nothing to abort.",
-                                    field="run_id")
+                                    f"Run {run['id']} is {state} (outcome {run['outcome']}); "
+                                    "there is nothing to abort.", field="run_id")
             proto = repo.protocol(run["protocol_id"])
             steps = repo.steps_of(run["protocol_id"])
             if proto is None or not steps:

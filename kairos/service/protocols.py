@@ -194,12 +194,15 @@ class ProtocolService:
                 out.append(exc)
         return out
 
-    @staticmethod
-    def _drafts(markdown_doc: str) -> list[markdown.ProtocolDraft]:
+    def parse(self, doc: str) -> list[markdown.ProtocolDraft]:
+        """``markdown.parse``, as every write of a protocol reads its markdown."""
+        return markdown.parse(doc)
+
+    def _drafts(self, markdown_doc: str) -> list[markdown.ProtocolDraft]:
         if not markdown_doc.strip():
             raise ValidationError("markdown_doc", "a non-empty markdown string")
         markdown_doc = _unquoted(markdown_doc)
-        drafts = markdown.parse(markdown_doc)
+        drafts = self.parse(markdown_doc)
         seen: set[str] = set()
         for d in drafts:
             if title_key(d.title) in seen:
