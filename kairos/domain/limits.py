@@ -100,25 +100,33 @@ def _table(**marks: bytes) -> bytes:
     return bytes(table)
 
 
-_NOT_STRUCTURE = bytes(b for b in range(256) if b not in b'"[]{}')
+_NOT_BRACKET = bytes(b for b in range(256) if b not in b"[]{}")
 _DELTA = {ord("["): 1, ord("{"): 1, ord("]"): -1, ord("}"): -1}
 _QUOTED = re.compile(rb'"[^"]*"')  # tried at quotes only: an unclosed one fails once, at the end
 _CHUNK = 1 << 16  # brackets counted per step: other threads run between steps
+#: Numbers by their shape: digits as 0, exponent letters as e, signs as +.
+_NUMBER_SHAPE = _table(**{"0": b"0123456789", "e": b"eE", "+": b"+-"})
+JSON_VALUES = 100_000
+"""Values in one request body: more would cost the JSON parser (which holds the
+interpreter while it runs) far more than any request needs."""
+NUMBER_DIGITS = 300
+"""Digits of a JSON number: longer ones are refused before parsing (their conversion grows
+with the square of their length, and none is meaningful here)."""
 
 
 def _raw(text: str | bytes) -> bytes:
     return text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
 
 
-def json_depth(text: str | bytes, stop_above: int | None = None) -> int:
-    """The deepest nesting of ``[`` and ``{`` in JSON text, without parsing it (strings are
-    skipped); stops counting once the depth passes ``stop_above``.
-
-    Escaped backslashes, then escaped quotes, are dropped (neither can end a string), so
-    every remaining quote opens or closes one; all but quotes and brackets is dropped, then
-    every quoted run."""
+def _structure(text: str | bytes) -> bytes:
+    """JSON text with every string emptied: escaped backslashes, then escaped quotes, are
+    dropped (neither can end a string), so every remaining quote opens or closes one."""
     plain = _raw(text).replace(b"\\\\", b"").replace(b'\\"', b"")
-    brackets = _QUOTED.sub(b"", plain.translate(None, _NOT_STRUCTURE)).replace(b'"', b"")
+    return _QUOTED.sub(b'""', plain)
+
+
+def _depth(structure: bytes, stop_above: int | None) -> int:
+    brackets = structure.translate(None, _NOT_BRACKET)
     deepest = depth = 0
     for start in range(0, len(brackets), _CHUNK):
         levels = list(accumulate(map(_DELTA.__getitem__, brackets[start:start + _CHUNK]),
@@ -129,33 +137,48 @@ def json_depth(text: str | bytes, stop_above: int | None = None) -> int:
     return deepest
 
 
-def check_json_depth(text: str | bytes, field: str) -> None:
-    """ValidationError when JSON text nests deeper than the limit."""
+def json_depth(text: str | bytes, stop_above: int | None = None) -> int:
+    """The deepest nesting of ``[`` and ``{`` in JSON text, without parsing it (strings are
+    skipped); stops counting once the depth passes ``stop_above``."""
+    return _depth(_structure(text), stop_above)
+
+
+def check_json_text(text: str | bytes, field: str) -> None:
+    """ValidationError when JSON text, read without parsing it, holds more than
+    ``JSON_VALUES`` values, nests deeper than the limit, or spells a number of more than
+    ``NUMBER_DIGITS`` digits: the limits checked before a parser runs."""
+    structure = _structure(text)
+    values = sum(structure.count(c) for c in (b",", b"[", b"{")) + 1
+    if values > JSON_VALUES:
+        raise ValidationError(field, f"at most {JSON_VALUES} JSON values",
+                              message=f"{field} holds about {values} JSON values; the limit "
+                                      f"is {JSON_VALUES}.")
     limit = current().json_depth
-    if json_depth(text, limit) > limit:
+    if _depth(structure, limit) > limit:
         raise ValidationError(field, f"JSON nested at most {limit} levels deep",
                               message=f"{field} nests JSON more than {limit} levels deep.")
+    if b"0" * (NUMBER_DIGITS + 1) in structure.translate(_NUMBER_SHAPE):
+        raise ValidationError(field, f"JSON numbers of at most {NUMBER_DIGITS} digits",
+                              message=f"{field} holds a number of more than {NUMBER_DIGITS} "
+                                      "digits.")
 
 
 BAD_CHAR = re.compile("[\x00\ud800-\udfff]")
 #: In raw JSON text the only way to spell a NUL or a surrogate is a \\u escape.
 _BAD_ESCAPE = re.compile(rb"\\u(?:0000|[dD][89a-fA-F][0-9a-fA-F]{2})")
-#: Numbers by their shape: digits as 0, exponent letters as e, signs as +.
-_NUMBER_SHAPE = _table(**{"0": b"0123456789", "e": b"eE", "+": b"+-"})
-_OVERLONG = b"0" * 300
 
 
 def might_hold_bad_text(raw_json: str | bytes) -> bool:
     """False when JSON text certainly decodes to no NUL, no lone surrogate and no
-    non-finite (NaN, Infinity, an exponent of three digits: 1e999) or overlong (300
-    digits) number: a fast pre-check before walking the parsed value with ``check_value``."""
+    non-finite number (NaN, Infinity, an exponent of three digits: 1e999): a fast
+    pre-check before walking the parsed value with ``check_value``."""
     data = _raw(raw_json)
     if b"NaN" in data or b"Infinity" in data:
         return True
     if b"\\u" in data and _BAD_ESCAPE.search(data):
         return True
     shape = data.translate(_NUMBER_SHAPE)
-    return b"e000" in shape or b"e+000" in shape or _OVERLONG in shape
+    return b"e000" in shape or b"e+000" in shape
 
 
 def bad_text(value: Any, path: str = "", max_depth: int | None = None
@@ -217,7 +240,9 @@ __all__ = [
     "COMMENT_MIN_LENGTH_MAX",
     "CONTENT_CHARS",
     "ENTRY_TITLE_CHARS",
+    "JSON_VALUES",
     "MODEL_ID_CHARS",
+    "NUMBER_DIGITS",
     "OFFSET_MAX",
     "PLAYBOOK_CHARS",
     "QUERY_CHARS",
@@ -231,7 +256,7 @@ __all__ = [
     "SNIPPET_MIN",
     "Limits",
     "bad_text",
-    "check_json_depth",
+    "check_json_text",
     "check_length",
     "check_value",
     "configure",

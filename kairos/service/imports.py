@@ -73,7 +73,7 @@ def _read(lines: Iterable[bytes | str]) -> tuple[dict[str, Any], dict[str, list[
         if not text.strip():
             continue
         try:
-            limits.check_json_depth(text, "file")
+            limits.check_json_text(text, "file")
             record = json.loads(text, parse_constant=_no_constant)
             limits.check_value(record)
         except ValidationError as exc:
