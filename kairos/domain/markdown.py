@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_left
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 from . import limits
 from .challenge import (
@@ -140,7 +140,7 @@ def text_of(doc: str) -> list[str]:
     return doc.removeprefix(BOM).replace("\r\n", "\n").replace("\r", "\n").split("\n")
 
 
-def _check_text(doc: str) -> None:
+def check_text(doc: str) -> None:
     """The limits checked before any parsing work: size, then NUL and lone surrogates."""
     lim = limits.current()
     size = len(doc.encode("utf-8", "surrogatepass"))
@@ -164,7 +164,7 @@ def parse(doc: str) -> list[ProtocolDraft]:
     Every protocol needs a ``# Title``; each step heading needs text; the limits of
     ``domain.limits`` (document bytes, steps, title and label length) are enforced here,
     the size before any other work."""
-    _check_text(doc)
+    check_text(doc)
     lim = limits.current()
     lines = text_of(doc)
     found = outline(lines)
@@ -221,6 +221,13 @@ def parse(doc: str) -> list[ProtocolDraft]:
                                     challenge))
         protocols.append(ProtocolDraft(title, tuple(drafts), intro, start + 1))
     return protocols
+
+
+def parse_within(doc: str, lim: limits.Limits) -> list[ProtocolDraft]:
+    """``parse`` under the limits ``lim`` (a worker process parses with its caller's)."""
+    if limits.current() != lim:
+        limits.configure(**{f.name: getattr(lim, f.name) for f in fields(lim)})
+    return parse(doc)
 
 
 def render(protocol: ProtocolDraft) -> str:

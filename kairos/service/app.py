@@ -229,5 +229,6 @@ class Kairos:
     def close(self) -> None:
         """Stop background work (never exit while it is inside the model), then the store."""
         self.search_engine.stop()
+        self.protocols.parser.close()
         self.store.close()
 

@@ -141,7 +141,7 @@ class BrowseService:
                                                 "message": "The document is empty."}],
                     "protocols": []}
         try:
-            drafts = markdown.parse(markdown_doc)
+            drafts = self.protocols.parse(markdown_doc)
         except KairosError as exc:
             return {"valid": False, "protocols": [], "errors": [
                 {"error_code": exc.code, "line": exc.line, "message": exc.message}]}
