@@ -721,7 +721,8 @@ def runs(
     limit: Annotated[int, typer.Option(metavar="N", min=1, max=500,
                                        help="How many runs.")] = 20,
     status: Annotated[str | None, typer.Option(
-        metavar="STATUS", help="Only runs in this state: active, completed or finished.")
+        metavar="STATUS", help="Only runs in this state: active, completed, finished or "
+                               "imported.")
     ] = None,
     as_json: JsonFlag = False,
 ) -> None:
