@@ -341,3 +341,11 @@ def test_an_imported_run_cannot_be_aborted_or_listed_as_active(kairos: Kairos) -
     assert info.value.code == "CONFLICT" and "imported" in info.value.message
     assert kairos.list_runs(B, status="active")["items"] == []
     assert len(kairos.list_runs(B, status="imported")["items"]) == 2
+
+
+def test_a_30_mb_manual_is_refused_by_its_size_before_it_is_parsed(kairos: Kairos) -> None:
+    populate(kairos)
+    records = edited(exported(kairos), "manuals", lambda m: m.update(content="x" * 30_000_000))
+    error = refused(kairos, records)
+    assert (error["field"], error["line"]) == ("file", line_of(records, "manuals"))
+    assert "the limit is" in error["message"]
