@@ -112,6 +112,10 @@ def _parser() -> MarkdownIt:
     md.disable(["inline"])  # run per paragraph, where a challenge may be
     md.inline.ruler.at("newline", _located(newline))
     md.inline.ruler.at("escape", _located(escape))
+    # Rule lists are compiled on first use, and not under a lock: compile them here, before
+    # the parser is shared between threads.
+    md.parse("- a *b*\n")
+    md.inline.parse("a *b* `c`\n<d>", md, {}, [])
     return md
 
 
