@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-import shlex
 from dataclasses import dataclass
 from typing import Any
 
@@ -212,11 +211,11 @@ def challenge_from_pow(spec: str, line: int | None = None) -> Challenge:
 
 
 def _unquote(text: str) -> str:
-    try:
-        parts = shlex.split(text)
-    except ValueError:
-        return text.strip().strip("\"'")
-    return " ".join(parts) if len(parts) != 1 else parts[0]
+    """A prompt as a reader sees it: without one pair of quotes around the whole of it."""
+    text = text.strip()
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'":
+        return text[1:-1].strip()
+    return text
 
 
 def _no_constant(name: str) -> Any:
