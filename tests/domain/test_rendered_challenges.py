@@ -26,7 +26,12 @@ from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
 from kairos.domain import markdown
-from kairos.domain.challenge import Challenge, challenge_from_json, default_challenge
+from kairos.domain.challenge import (
+    Challenge,
+    challenge_from_json,
+    challenge_from_pow,
+    default_challenge,
+)
 from kairos.domain.errors import KairosError
 
 EXAMPLES = int(os.environ.get("KAIROS_PARSER_EXAMPLES", "600"))
@@ -164,10 +169,12 @@ def _check(step: markdown.StepDraft) -> None:
         if step.challenge in declared:
             return
     wanted = shown(step.challenge)
-    if wanted is None:
+    if wanted is None:  # a visible PROOF OF WORK line can only declare the default
         prose, _ = rendered(step.content, code=False)
-        assert not any(line.strip().startswith("PROOF OF WORK:")
-                       for line in prose.splitlines()), (step.content, prose)
+        declared = [challenge_from_pow(line.strip().removeprefix("PROOF OF WORK:").strip())
+                    for line in prose.splitlines()
+                    if line.strip().startswith("PROOF OF WORK:")]
+        assert all(c == step.challenge for c in declared), (step.content, prose)
         return
     assert flat(wanted) in flat(text), (step.content, step.challenge, text)
 
