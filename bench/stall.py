@@ -1,15 +1,16 @@
 """Stalls: how long one crafted request holds up everyone else.
 
-One `kairos serve` (SQLite, the local model). A prober calls `GET /health` one request at a
-time, back to back, for the whole run; each body below is then sent `--repeat` times in a
-row while it probes, and the `/health` latencies seen while that body was being served are
-its figure. Every crafted body (the inputs that used to stall the server) is measured beside
-a plain body of the same size, in the same run, and an idle window measures the prober alone.
+One `kairos serve` (SQLite, the local model). A prober, in a process of its own, calls
+`GET /health` one request at a time, back to back, for the whole run; each body below is
+then sent again and again, one request at a time, for `--seconds` (and at least `--repeat`
+times), and the `/health` latencies seen while that body was being served are its figure.
+Every crafted body (the inputs that used to stall the server) is measured beside a plain
+body of the same size, in the same run, and an idle window measures the prober alone.
 
 Reports, per body: its size, its own median latency and status, and the p50 / p99 / max of
 the concurrent `/health` (goal: p99 ≤ 50 ms for any body within the body limit).
 
-    python bench/stall.py [--repeat 5] [--json bench/results/stall.json]
+    python bench/stall.py [--seconds 4] [--repeat 3] [--json bench/results/stall.json]
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import multiprocessing
 import sys
 import tempfile
 import time
@@ -87,21 +89,35 @@ def cases() -> list[tuple[str, str, bytes | str, bytes | str]]:
     ]
 
 
+def _probe(url: str, stop: Any, out: Any) -> None:
+    """``GET /health`` back to back, in a process of its own (so that sending megabytes from
+    this one does not delay it); (end, latency) pairs on monotonic time, sent at the end."""
+    samples: list[tuple[float, float]] = []
+    with httpx2.Client(base_url=url, timeout=60) as http:
+        while not stop.is_set():
+            started = time.monotonic()
+            http.get("/health")
+            ended = time.monotonic()
+            samples.append((ended, ended - started))
+    out.send(samples)
+
+
 class Prober:
-    """``GET /health`` back to back; latencies are kept with the time they ended."""
-
     def __init__(self, url: str) -> None:
-        self.url = url
+        context = multiprocessing.get_context("spawn")
+        self.stop = context.Event()
+        self._receive, send = context.Pipe(duplex=False)
+        self.process = context.Process(target=_probe, args=(url, self.stop, send))
         self.samples: list[tuple[float, float]] = []
-        self.stop = asyncio.Event()
 
-    async def run(self) -> None:
-        async with httpx2.AsyncClient(base_url=self.url, timeout=60) as http:
-            while not self.stop.is_set():
-                started = time.perf_counter()
-                await http.get("/health")
-                ended = time.perf_counter()
-                self.samples.append((ended, ended - started))
+    def __enter__(self) -> Prober:
+        self.process.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        self.samples = self._receive.recv()
+        self.process.join(timeout=60)
 
     def window(self, start: float, end: float) -> list[float]:
         """Latencies of the probes that overlapped ``[start, end]``."""
@@ -119,42 +135,43 @@ async def _send(http: httpx2.AsyncClient, session: ClientSession | None, path: s
     return response.status_code
 
 
-async def measure(url: str, repeat: int, idle: float) -> list[dict[str, Any]]:
-    prober = Prober(url)
-    probing = asyncio.create_task(prober.run())
-    rows: list[dict[str, Any]] = []
-    try:
+async def measure(url: str, seconds: float, repeat: int, idle: float
+                  ) -> list[dict[str, Any]]:
+    windows: list[tuple[dict[str, Any], float, float]] = []
+    with Prober(url) as prober:
         async with http_client() as mcp_http, \
                 streamable_http_client(f"{url}/mcp", http_client=mcp_http) as (read, write), \
-                ClientSession(read, write) as session:
+                ClientSession(read, write) as session, \
+                httpx2.AsyncClient(base_url=url, timeout=httpx2.Timeout(300)) as http:
             await session.initialize()
-            http = httpx2.AsyncClient(base_url=url, timeout=httpx2.Timeout(300))
+            started = time.monotonic()
             await asyncio.sleep(idle)  # the prober alone: the idle baseline
-            rows.append({"case": "idle (no other request)", "kind": "baseline",
-                         **stats(prober.window(0, time.perf_counter()))})
+            windows.append(({"case": "idle (no other request)", "kind": "baseline"},
+                            started, time.monotonic()))
             for name, path, crafted, plain in cases():
                 for kind, body in (("crafted", crafted), ("plain", plain)):
                     took, statuses = [], []
-                    start = time.perf_counter()
-                    for _ in range(repeat):
-                        began = time.perf_counter()
+                    start = time.monotonic()
+                    while len(took) < repeat or time.monotonic() - start < seconds:
+                        began = time.monotonic()
                         statuses.append(await _send(http, session, path, body))
-                        took.append(time.perf_counter() - began)
-                    health = prober.window(start, time.perf_counter())
-                    rows.append({"case": name, "kind": kind, "bytes": len(body),
-                                 "status": sorted(set(statuses)),
-                                 "request_p50_ms": stats(took)["p50_ms"], **stats(health),
-                                 "max_ms": round(max(health, default=0) * 1000, 3)})
-            await http.aclose()
-    finally:
-        prober.stop.set()
-        await probing
+                        took.append(time.monotonic() - began)
+                    windows.append(({"case": name, "kind": kind, "bytes": len(body),
+                                     "requests": len(took), "status": sorted(set(statuses)),
+                                     "request_p50_ms": stats(took)["p50_ms"]},
+                                    start, time.monotonic()))
+    rows = []
+    for row, start, end in windows:
+        health = prober.window(start, end)
+        rows.append({**row, **stats(health),
+                     "max_ms": round(max(health, default=0) * 1000, 3)})
     return rows
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--repeat", type=int, default=5, help="requests per body [5]")
+    p.add_argument("--seconds", type=float, default=4.0, help="seconds per body [4]")
+    p.add_argument("--repeat", type=int, default=3, help="at least this many requests [3]")
     p.add_argument("--idle", type=float, default=5.0, help="idle baseline seconds [5]")
     p.add_argument("--json", type=Path, default=HERE / "results" / "stall.json")
     args = p.parse_args()
@@ -164,7 +181,7 @@ def main() -> None:
         server = Server(home, None, home / "serve.log")
         try:
             server.wait_ready()
-            rows = asyncio.run(measure(server.url, args.repeat, args.idle))
+            rows = asyncio.run(measure(server.url, args.seconds, args.repeat, args.idle))
         finally:
             server.stop()
     table = Table(title="GET /health while one body is served (ms)")
