@@ -109,9 +109,10 @@ _NUMBER_SHAPE = _table(**{"0": b"0123456789", "e": b"eE", "+": b"+-"})
 JSON_VALUES = 100_000
 """Values in one request body: more would cost the JSON parser (which holds the
 interpreter while it runs) far more than any request needs."""
-NUMBER_DIGITS = 300
-"""Digits of a JSON number: longer ones are refused before parsing (their conversion grows
-with the square of their length, and none is meaningful here)."""
+NUMBER_DIGITS = 100
+"""Digits in a row in a JSON number: longer runs are refused before parsing (no number of a
+request needs them, and converting them costs the parser, which holds the interpreter while
+it runs, far more than their bytes)."""
 
 
 def _raw(text: str | bytes) -> bytes:

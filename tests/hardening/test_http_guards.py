@@ -96,8 +96,8 @@ async def test_a_body_that_is_not_utf8_is_a_422_naming_the_body(
 @pytest.mark.parametrize(("body", "expected"), [
     (b'{"markdown_doc": "x", "llm_model_id": [' + b"1," * 100_000 + b"1]}",
      "at most 100000 JSON values"),
-    (b'{"markdown_doc": "x", "quality_bonus": ' + b"9" * 301 + b"}",
-     "JSON numbers of at most 300 digits"),
+    (b'{"markdown_doc": "x", "quality_bonus": ' + b"9" * (limits.NUMBER_DIGITS + 1) + b"}",
+     f"JSON numbers of at most {limits.NUMBER_DIGITS} digits"),
     (b'{"a": ' + b"[" * 65 + b"]" * 65 + b"}", "JSON nested at most 64 levels deep"),
 ])
 async def test_a_body_too_costly_to_parse_is_refused_before_parsing(
