@@ -1,14 +1,15 @@
 """What stands in front of every route, as one ASGI middleware (``Gate``): request metrics,
 the Host check (DNS rebinding), a bound on requests in flight, bearer tokens, the request
-body check (size before it is read, then UTF-8, JSON depth and text no store can keep), and
-the safety net for unmapped exceptions. Each refusal is the structured error body, or on
-the MCP endpoint a JSON-RPC error carrying it."""
+body check (size before it is read, then the size of its JSON structure, UTF-8 and text no
+store can keep), and the safety net for unmapped exceptions. Each refusal is the structured
+error body, or on the MCP endpoint a JSON-RPC error carrying it."""
 
 from __future__ import annotations
 
 import json
 import logging
 import time
+from functools import partial
 from typing import Any
 from urllib.parse import unquote
 
@@ -80,9 +81,11 @@ class Gate:
        not counted);
     4. bearer tokens (``auth``): the request's Principal, recorded in the scope, or 401;
     5. the body check: a body over the size limit is refused before it is read whole
-       (Content-Length, then counting bytes as they arrive); on REST also a body that is
-       not UTF-8, nests JSON deeper than the limit, or holds a NUL or a lone surrogate in
-       any string — a 422 naming the field; the body read is handed on unchanged;
+       (Content-Length, then counting bytes as they arrive); then, read without parsing,
+       one with more JSON values, deeper nesting or longer numbers than the limits allow
+       (``limits.check_json_text``, on MCP too); on REST also a body that is not UTF-8 or
+       holds a NUL or a lone surrogate in any string — a 422 naming the field (on MCP a
+       JSON-RPC error carrying it); the body read is handed on unchanged;
     6. the safety net: an exception no handler mapped is logged and answered with a
        generic JSON 500 (unless the response already started), and not re-raised.
 
@@ -213,14 +216,15 @@ class Gate:
             chunks.append(chunk)
             more = message.get("more_body", False)
         body = chunks[0] if len(chunks) == 1 else b"".join(chunks)
-        if scope.get("path") != self.mcp_path and body:
+        if body:
+            rest = scope.get("path") != self.mcp_path
             try:
                 if len(body) < _INLINE_BYTES:
-                    check_json_body(body)
+                    check_json_body(body, rest=rest)
                 else:  # a large body is checked off the event loop
-                    await anyio.to_thread.run_sync(check_json_body, body)
+                    await anyio.to_thread.run_sync(partial(check_json_body, body, rest=rest))
             except ValidationError as exc:
-                await refuse(scope, send, exc, mcp_path=None)
+                await refuse(scope, send, exc, mcp_path=self.mcp_path)
                 return None
         replayed = False
 
@@ -259,16 +263,20 @@ def _bad_path_or_query(scope: Any) -> ValidationError | None:
     return None
 
 
-def check_json_body(body: bytes) -> None:
-    """The checks of a REST body that the JSON parser would not make, or would fail on:
-    UTF-8, nesting depth, NUL, lone surrogates, non-finite and overlong numbers."""
+def check_json_body(body: bytes, *, rest: bool = True) -> None:
+    """The checks of a body that the JSON parser would not make, or would pay dearly for:
+    size of its structure (values, nesting, number length) on every body; on REST also
+    UTF-8, NUL, lone surrogates and non-finite numbers (an MCP tool's arguments are checked
+    by the tool call)."""
+    limits.check_json_text(body, "body")
+    if not rest:
+        return
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ValidationError("body", "a UTF-8 encoded JSON body",
                               message=f"Invalid body: not UTF-8 (byte {exc.start}).") from None
-    limits.check_json_depth(text, "body")
-    if limits.might_hold_bad_text(text):
+    if limits.might_hold_bad_text(body):
         try:
             value = json.loads(text)
         except json.JSONDecodeError:

@@ -806,8 +806,8 @@ def runs(
     limit: Annotated[int, typer.Option(metavar="N", min=1, max=500,
                                        help="How many runs.")] = 20,
     status: Annotated[str | None, typer.Option(
-        metavar="STATUS", help="Only runs in this state: active, completed, finished or "
-                               "abandoned.")] = None,
+        metavar="STATUS", help="Only runs in this state: active, completed, finished, "
+                               "abandoned or imported.")] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Recent runs with their outcome and whether every step was proven.
@@ -876,21 +876,6 @@ def export(
     out.note(f"Exported {summary}.")
 
 
-def _records(path: Path) -> Iterator[Any]:
-    with path.open(encoding="utf-8") as fh:
-        for n, text in enumerate(fh, 1):
-            if not text.strip():
-                continue
-            try:
-                yield json.loads(text)
-            except json.JSONDecodeError as exc:  # the file's content: a failure, not usage
-                from ..domain.errors import INVALID_INPUT
-
-                raise KairosError(INVALID_INPUT, f"{path}:{n}: not JSON ({exc.msg}).",
-                                  field="file", expected="one JSON object per line",
-                                  line=n) from None
-
-
 @command("import")
 def import_(
     file: Annotated[Path, typer.Argument(metavar="FILE",
@@ -899,14 +884,27 @@ def import_(
         metavar="SPACE", help="Space to import into [default: KAIROS_SPACE].")] = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Read a JSON Lines export into a space (all or nothing; existing records are kept)."""
-    from ..service.transfer import import_records
+    """Read a JSON Lines export into a space (all or nothing; existing records are kept).
+
+    Every row is checked as a live write would be; ids another space holds get new ones;
+    runs come in as history (status imported, not proven here)."""
+    from ..service.imports import import_lines
 
     _json_mode(as_json)
     if not file.is_file():
         raise CliError(f"{file}: no such file", 2)
     with _using() as k:
-        result = import_records(k, _records(file), _caller(k, space))
+        try:
+            with file.open("rb") as lines:
+                result = import_lines(k, lines, _caller(k, space))
+        except KairosError as exc:
+            if exc.line is not None:
+                exc.message = f"{file}:{exc.line}: " + exc.message.removeprefix(
+                    f"Line {exc.line}: ")
+                exc.line = exc.line if as_json else None
+            raise
+        except OSError as exc:
+            raise CliError(f"{file}: cannot read ({exc.strerror})", 2) from None
     if as_json:
         out.as_json(result)
         return
@@ -914,9 +912,11 @@ def import_(
     def counted(counts: dict[str, int]) -> str:
         return ", ".join(f"{n} {name}" for name, n in counts.items()) or "nothing"
 
+    moved = (f"; new ids for {counted(result['new_ids'])} held by another space"
+             if result["new_ids"] else "")
     out.line(f"Imported into space {result['space']}: {counted(result['inserted'])}; "
-             f"kept existing: {counted(result['skipped'])}; indexed {result['indexed']} "
-             "record(s) for search.")
+             f"kept existing: {counted(result['skipped'])}{moved}; indexed "
+             f"{result['indexed']} record(s) for search.")
 
 
 @command()

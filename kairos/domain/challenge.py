@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import json
 import re
-import shlex
 from dataclasses import dataclass
 from typing import Any
 
-from . import limits, relevance, texts
+from . import limits, lookalike, relevance, texts
 from .errors import MISSING_CHALLENGE_FIELD, UNKNOWN_CHALLENGE_TYPE, MarkdownError
 
 CHALLENGE_TYPES = ("shell", "mcp", "user_input", "comment")
@@ -122,17 +121,29 @@ def _min_length(value: int, line: int | None) -> int:
     return value
 
 
-_POW = re.compile(r"^\W*proof\s+of\s+work\**\s*:\s*\**\s*(?P<spec>.*)$", re.IGNORECASE)
 _TIMEOUT = re.compile(r"^timeout\s+(?P<n>\d+(?:\.\d+)?)(?P<unit>ms|s|m|h)?\s+(?P<cmd>.+)$",
                       re.IGNORECASE)
 _UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, None: 1}
 _TIMEOUT_FORM = "timeout <number>[ms|s|m|h] <command>"
+KEYWORDS = ("mcp", "user_input", "comment", "shell", "timeout")
+"""The words that open a ``PROOF OF WORK:`` form; any other first word is a command."""
 
 
-def match_proof_of_work(line: str) -> str | None:
-    """The spec of a ``PROOF OF WORK:`` line, or None when the line is not one."""
-    m = _POW.match(line)
-    return m.group("spec").strip().strip("`*").strip() if m else None
+def _keyword(head: str, line: int | None) -> str:
+    """The first word of a challenge, lower case after NFKC (full-width ``ｍｃｐ`` is
+    ``mcp``); a word that only looks like a keyword (``mсp`` with a Cyrillic ``с``) is
+    refused rather than run as a shell command."""
+    word = lookalike.nfkc(head).lower()
+    if word in KEYWORDS or word.isascii():
+        return word
+    seen = lookalike.skeleton(word).lower()
+    if seen in KEYWORDS:
+        raise MarkdownError(
+            UNKNOWN_CHALLENGE_TYPE,
+            f"PROOF OF WORK on line {line}: {head!r} looks like '{seen}' but is written with "
+            f"look-alike characters ({lookalike.describe(head)}); write '{seen}' in plain "
+            "letters.", field="challenge.type", expected=" | ".join(KEYWORDS[:4]), line=line)
+    return word
 
 
 def challenge_from_pow(spec: str, line: int | None = None) -> Challenge:
@@ -142,7 +153,7 @@ def challenge_from_pow(spec: str, line: int | None = None) -> Challenge:
         raise MarkdownError(MISSING_CHALLENGE_FIELD, f"PROOF OF WORK on line {line} is empty",
                             field="challenge", line=line)
     head, _, rest = spec.partition(" ")
-    word = head.lower()
+    word = _keyword(head, line)
     rest = rest.strip()
     if word == "mcp":
         if not rest:
@@ -170,6 +181,8 @@ def challenge_from_pow(spec: str, line: int | None = None) -> Challenge:
         return make_challenge("comment", {"min_length": _min_length(n, line)})
     if word == "shell":
         spec = rest
+    elif word == "timeout":
+        spec = f"timeout {rest}"
     m = _TIMEOUT.match(spec)
     if m:
         seconds = float(m.group("n")) * _UNITS[m.group("unit") and m.group("unit").lower()]
@@ -181,7 +194,7 @@ def challenge_from_pow(spec: str, line: int | None = None) -> Challenge:
                                 expected=_TIMEOUT_FORM, line=line)
         timeout: int | float = int(seconds) if seconds == int(seconds) else seconds
         cmd = m.group("cmd").strip()
-    elif head.lower() == "timeout":
+    elif word == "timeout":
         raise MarkdownError(MISSING_CHALLENGE_FIELD,
                             f"PROOF OF WORK on line {line}: expected {_TIMEOUT_FORM}, e.g. "
                             "'timeout 30s make test'",
@@ -189,7 +202,7 @@ def challenge_from_pow(spec: str, line: int | None = None) -> Challenge:
                             line=line)
     else:
         timeout, cmd = DEFAULT_SHELL_TIMEOUT, spec
-    cmd = cmd.strip("`").strip()
+    cmd = cmd.strip()
     if not cmd:
         raise MarkdownError(MISSING_CHALLENGE_FIELD,
                             f"PROOF OF WORK on line {line} has no command",
@@ -198,11 +211,11 @@ def challenge_from_pow(spec: str, line: int | None = None) -> Challenge:
 
 
 def _unquote(text: str) -> str:
-    try:
-        parts = shlex.split(text)
-    except ValueError:
-        return text.strip().strip("\"'")
-    return " ".join(parts) if len(parts) != 1 else parts[0]
+    """A prompt as a reader sees it: without one pair of quotes around the whole of it."""
+    text = text.strip()
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'":
+        return text[1:-1].strip()
+    return text
 
 
 def _no_constant(name: str) -> Any:
@@ -212,7 +225,7 @@ def _no_constant(name: str) -> Any:
 def parse_json_block(body: str, line: int) -> Any:
     """The JSON of a step's challenge block (``line``: the line of its opening fence)."""
     depth_limit = limits.current().json_depth
-    if limits.json_depth(body) > depth_limit:
+    if limits.json_depth(body, depth_limit) > depth_limit:
         raise MarkdownError(
             "INVALID_CHALLENGE_JSON",
             f"Invalid challenge JSON on line {line + 1}: nested more than {depth_limit} "

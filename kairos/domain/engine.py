@@ -26,7 +26,8 @@ ACTIVE = "active"          # steps remain to be proven through kairos_next
 COMPLETED = "completed"    # the last step is shown; kairos_attest may add its proof
 FINISHED = "finished"      # kairos_attest recorded the outcome
 ABANDONED = "abandoned"    # left idle past the expiry (service.expiry): no outcome, closed
-RUN_STATUSES = (ACTIVE, COMPLETED, FINISHED, ABANDONED)
+IMPORTED = "imported"      # read from an export: history of another store, takes no answers
+RUN_STATUSES = (ACTIVE, COMPLETED, FINISHED, ABANDONED, IMPORTED)
 
 
 @dataclass(frozen=True)

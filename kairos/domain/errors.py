@@ -55,6 +55,10 @@ class KairosError(Exception):
         self.line = line
         self.details = details
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled with every attribute (an error crosses from a worker process whole)."""
+        return (_restore, (type(self), self.message, dict(self.__dict__)))
+
     def to_dict(self) -> dict[str, Any]:
         body: dict[str, Any] = {"error_code": self.code, "message": self.message}
         for key in ("field", "expected", "line", "details"):
@@ -62,6 +66,13 @@ class KairosError(Exception):
             if value is not None:
                 body[key] = value
         return body
+
+
+def _restore(cls: type[KairosError], message: str, state: dict[str, Any]) -> KairosError:
+    error = Exception.__new__(cls)
+    Exception.__init__(error, message)
+    error.__dict__.update(state)
+    return error
 
 
 class ValidationError(KairosError):

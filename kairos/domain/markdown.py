@@ -1,14 +1,17 @@
 """Markdown ⇄ protocols. One H1 is a protocol, every H2 starts a step.
 
-Headings inside fenced code blocks are content, not structure, so shell snippets with
-``# comments`` survive. ``render`` is the inverse of ``parse`` on parsed protocols.
+The document is read as a CommonMark renderer reads it (``domain.outline``): headings
+inside fenced code blocks, HTML comments or HTML blocks are content, not structure, so shell
+snippets with ``# comments`` survive and nothing a reader cannot see declares a step or a
+challenge. ``render`` is the inverse of ``parse`` on parsed protocols.
 """
 
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 from . import limits
 from .challenge import (
@@ -16,7 +19,6 @@ from .challenge import (
     challenge_from_json,
     challenge_from_pow,
     default_challenge,
-    match_proof_of_work,
     parse_json_block,
 )
 from .doctext import drop_json_blocks
@@ -27,14 +29,14 @@ from .errors import (
     NO_HEADING,
     MarkdownError,
 )
+from .outline import Fence, Outline, Proof, outline
 
-# Every pattern here runs in time linear in its input: no two adjacent parts can match the
-# same run of characters (a long run of spaces or of '[' must not cost its square).
-_HEADING = re.compile(r"^ {0,3}(?P<level>#{1,2})(?!#)[ \t]+(?P<text>.*)$")
-_FENCE = re.compile(r"^ {0,3}(?P<fence>`{3,}|~{3,})(?P<info>[^`]*)$")
-_LABEL_PREFIX = re.compile(
-    r"^(?:step\s+\d+[a-z]?\b\s*[:.)\-–—]*\s*|\d+\s*[.:)\-–—]+(?:\s+|$))", re.IGNORECASE
-)
+# One pass: the run of prefixes is matched possessively (no iteration is retried), so a
+# heading of "1. " × 300,000 costs its length, not its square.
+_LABEL_PREFIXES = re.compile(
+    r"(?:(step\s+\d+[a-z]?\b\s*[:.)\-–—]*\s*|\d+\s*[.:)\-–—]+(?:\s+|$))\s*)++",
+    re.IGNORECASE)
+BOM = "\ufeff"
 
 
 @dataclass(frozen=True)
@@ -57,50 +59,16 @@ class ProtocolDraft:
                            [s.content for s in self.steps])
 
 
-def heading(line: str) -> tuple[int, str] | None:
-    """(level, text) of an ``#`` or ``##`` ATX heading line, without its closing ``#``s."""
-    m = _HEADING.match(line)
-    if m is None:
-        return None
-    text = m.group("text").rstrip(" \t")
-    bare = text.rstrip("#")
-    if bare != text and bare and bare[-1] in " \t":
-        text = bare
-    return len(m.group("level")), text.strip()
-
-
 def clean_label(heading: str) -> str:
     """``Step 1 — Setup`` → ``Setup``; ``3. Build`` → ``Build``; ``007 — Ship`` → ``Ship``.
 
-    Idempotent, so a rendered label parses back to itself.
-    """
+    Idempotent, so a rendered label parses back to itself. Prefixes are stripped while text
+    remains: a heading made only of prefixes keeps its last one (``Step 2``)."""
     label = heading.strip()
-    while True:
-        stripped = _LABEL_PREFIX.sub("", label, count=1).strip()
-        if not stripped or stripped == label:
-            return label
-        label = stripped
-
-
-def _fence_map(lines: list[str]) -> list[bool]:
-    """For each line, whether it belongs to a fenced code block (fence lines included)."""
-    inside: list[bool] = []
-    open_fence: str | None = None
-    for line in lines:
-        m = _FENCE.match(line)
-        if open_fence is None:
-            if m:
-                open_fence = m.group("fence")
-                inside.append(True)
-                continue
-            inside.append(False)
-        else:
-            inside.append(True)
-            if m and not m.group("info").strip():
-                fence = m.group("fence")
-                if fence[0] == open_fence[0] and len(fence) >= len(open_fence):
-                    open_fence = None
-    return inside
+    m = _LABEL_PREFIXES.match(label)
+    if m is None:
+        return label
+    return label[m.end():] or label[m.start(1):].strip()
 
 
 def _trim(lines: list[str]) -> str:
@@ -108,58 +76,48 @@ def _trim(lines: list[str]) -> str:
     return text.lstrip("\n") if text.strip() else ""
 
 
-def _strip_leading_blank(lines: list[str], start: int) -> tuple[list[str], int]:
+def _body(lines: list[str]) -> str:
+    """A step's content: its lines from the first that is not blank, trimmed."""
     skip = next((i for i, line in enumerate(lines) if line.strip()), len(lines))
-    return lines[skip:], start + skip
+    return _trim(lines[skip:])
 
 
-def _fenced_blocks(lines: list[str]) -> list[tuple[int, int, str]]:
-    """(opening line, closing line, info string) of each closed fenced block."""
-    blocks: list[tuple[int, int, str]] = []
-    open_at, fence, info = -1, "", ""
-    for i, line in enumerate(lines):
-        m = _FENCE.match(line)
-        if open_at < 0:
-            if m:
-                open_at, fence, info = i, m.group("fence"), m.group("info").strip()
-        elif (m and not m.group("info").strip() and m.group("fence")[0] == fence[0]
-              and len(m.group("fence")) >= len(fence)):
-            blocks.append((open_at, i, info))
-            open_at = -1
-    return blocks
+class _Shape:
+    """A document's outline, indexed for the steps: fences by their end, visible
+    ``PROOF OF WORK:`` lines in line order."""
+
+    def __init__(self, shape: Outline) -> None:
+        self.ends = {f.end: f for f in shape.fences}
+        self.proofs = shape.proofs
+        self.proof_lines = [p.line for p in shape.proofs]
+
+    def proofs_in(self, start: int, end: int) -> list[Proof]:
+        return self.proofs[bisect_left(self.proof_lines, start):
+                           bisect_left(self.proof_lines, end)]
 
 
-def read_challenge(body: list[str], first_line: int) -> Challenge:
-    """A step's challenge: its trailing ```json block with a ``challenge`` key, else its last
+def read_challenge(body: tuple[int, int], shape: _Shape, lines: list[str]) -> Challenge:
+    """A step's challenge (its body: lines ``body[0]`` to ``body[1]``, 0-based, end
+    excluded): its trailing ```json block with a ``challenge`` key, else its visible
     ``PROOF OF WORK:`` line, else the default comment challenge (DESIGN rule 4)."""
-    end = len(body)
-    while end and not body[end - 1].strip():
+    start, end = body
+    while end > start and not lines[end - 1].strip():
         end -= 1
-    blocks = _fenced_blocks(body)
-    if blocks and blocks[-1][1] == end - 1 and blocks[-1][2].lower() == "json":
-        start = blocks[-1][0]
-        text = "\n".join(body[start + 1 : end - 1])
-        if '"challenge"' in text:
-            data = parse_json_block(text, first_line + start)
-            if isinstance(data, dict) and "challenge" in data:
-                return challenge_from_json(data["challenge"], first_line + start + 1)
-    found: Challenge | None = None
-    found_at = 0
-    fenced = _fence_map(body)
-    for i, line in enumerate(body):
-        if fenced[i]:
-            continue
-        spec = match_proof_of_work(line)
-        if spec is not None:
-            if found is not None:
-                at = first_line + i
-                raise MarkdownError(
-                    DUPLICATE_CHALLENGE,
-                    f"Line {at} is a second PROOF OF WORK line in this step (the first is on "
-                    f"line {found_at}); a step has one challenge.",
-                    field="challenge", expected="one PROOF OF WORK line per step", line=at)
-            found, found_at = challenge_from_pow(spec, first_line + i), first_line + i
-    return found or default_challenge()
+    last: Fence | None = shape.ends.get(end)
+    if (last is not None and last.start >= start and last.info.lower() == "json"
+            and '"challenge"' in last.content):
+        data = parse_json_block(last.content, last.start + 1)
+        if isinstance(data, dict) and "challenge" in data:
+            return challenge_from_json(data["challenge"], last.start + 2)
+    mine = shape.proofs_in(start, end)
+    if len(mine) > 1:
+        at, first = mine[1].line + 1, mine[0].line + 1
+        raise MarkdownError(
+            DUPLICATE_CHALLENGE,
+            f"Line {at} is a second PROOF OF WORK line in this step (the first is on "
+            f"line {first}); a step has one challenge.",
+            field="challenge", expected="one PROOF OF WORK line per step", line=at)
+    return challenge_from_pow(mine[0].spec, mine[0].line + 1) if mine else default_challenge()
 
 
 def _refuse(code: str, message: str, line: int, expected: str | None = None) -> MarkdownError:
@@ -175,11 +133,15 @@ def _check_heading(text: str, line: int, what: str, limit: int) -> None:
                       f"the limit is {limit}.", line, f"a {what} of at most {limit} characters")
 
 
-def parse(doc: str) -> list[ProtocolDraft]:
-    """Parse a markdown document into protocols; raises MarkdownError naming the line.
+def text_of(doc: str) -> list[str]:
+    """A document's lines as the parser reads them: a leading byte-order mark dropped (an
+    encoding artefact, not text) and line ends normalised. The one entry of the text into
+    parsing: a hook that reads something else from the top of a document goes here."""
+    return doc.removeprefix(BOM).replace("\r\n", "\n").replace("\r", "\n").split("\n")
 
-    Every protocol needs a ``# Title``; each step heading needs text; the limits of
-    ``domain.limits`` (document bytes, steps, title and label length) are enforced here."""
+
+def check_text(doc: str) -> None:
+    """The limits checked before any parsing work: size, then NUL and lone surrogates."""
     lim = limits.current()
     size = len(doc.encode("utf-8", "surrogatepass"))
     if size > lim.document_bytes:
@@ -189,20 +151,25 @@ def parse(doc: str) -> list[ProtocolDraft]:
             field="markdown_doc",
             expected=f"at most {lim.document_bytes} bytes",
         )
-    lines = doc.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     bad = limits.BAD_CHAR.search(doc)
     if bad is not None:
         at = doc.count("\n", 0, bad.start()) + 1
         raise _refuse(INVALID_INPUT, f"Line {at} holds a NUL character or a lone surrogate, "
                       "which is not text.", at, "text without NUL characters")
-    fenced = _fence_map(lines)
-    heads: list[tuple[int, int, str]] = []  # (index, level, text)
-    for i, line in enumerate(lines):
-        if fenced[i]:
-            continue
-        found = heading(line)
-        if found is not None:
-            heads.append((i, *found))
+
+
+def parse(doc: str) -> list[ProtocolDraft]:
+    """Parse a markdown document into protocols; raises MarkdownError naming the line.
+
+    Every protocol needs a ``# Title``; each step heading needs text; the limits of
+    ``domain.limits`` (document bytes, steps, title and label length) are enforced here,
+    the size before any other work."""
+    check_text(doc)
+    lim = limits.current()
+    lines = text_of(doc)
+    found = outline(lines)
+    shape = _Shape(found)
+    heads = found.headings  # (index, level, text)
     if not heads:
         raise MarkdownError(NO_HEADING,
                             "Line 1: the document has no heading; start a protocol with "
@@ -236,24 +203,37 @@ def parse(doc: str) -> list[ProtocolDraft]:
         intro = _trim(lines[start + 1 : first_step])
         drafts: list[StepDraft] = []
         if not steps:
-            body, at = _strip_leading_blank(lines[start + 1 : end], start + 2)
+            body = lines[start + 1 : end]
             if not "".join(body).strip():
                 raise MarkdownError(NO_HEADING,
                                     f"Protocol '{title}' on line {start + 1} has no steps: add "
                                     "'## Step' headings or a body.",
                                     field="markdown_doc", line=start + 1)
-            challenge = read_challenge(body, at)
-            drafts.append(StepDraft(title, _trim(body), challenge))
+            challenge = read_challenge((start + 1, end), shape, lines)
+            drafts.append(StepDraft(title, _body(body), challenge))
             intro = ""
         step_bounds = [s[0] for s in steps] + [end]
         for si, (hidx, _, text) in enumerate(steps):
             label = clean_label(text)
             _check_heading(label, hidx + 1, "step label", lim.label_chars)
-            body, at = _strip_leading_blank(lines[hidx + 1 : step_bounds[si + 1]], hidx + 2)
-            challenge = read_challenge(body, at)
-            drafts.append(StepDraft(label, _trim(body), challenge))
+            challenge = read_challenge((hidx + 1, step_bounds[si + 1]), shape, lines)
+            drafts.append(StepDraft(label, _body(lines[hidx + 1 : step_bounds[si + 1]]),
+                                    challenge))
         protocols.append(ProtocolDraft(title, tuple(drafts), intro, start + 1))
     return protocols
+
+
+def use_limits(lim: limits.Limits) -> None:
+    """Parse under the limits ``lim`` from now on (a worker process parses with its
+    caller's)."""
+    if limits.current() != lim:
+        limits.configure(**{f.name: getattr(lim, f.name) for f in fields(lim)})
+
+
+def parse_within(doc: str, lim: limits.Limits) -> list[ProtocolDraft]:
+    """``parse`` under the limits ``lim``."""
+    use_limits(lim)
+    return parse(doc)
 
 
 def render(protocol: ProtocolDraft) -> str:

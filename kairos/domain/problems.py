@@ -9,8 +9,10 @@ lines never move). Pure, no I/O.
 
 from __future__ import annotations
 
+from . import limits
 from .errors import DOCUMENT_TOO_LARGE, MarkdownError
-from .markdown import ProtocolDraft, _fence_map, heading, parse
+from .markdown import ProtocolDraft, parse, use_limits
+from .outline import heading, outline
 
 MAX_PROBLEMS = 50
 PLACEHOLDER = {1: "# Untitled", 2: "## Step"}
@@ -27,13 +29,22 @@ def _with_body(lines: list[str], start: int, end: int) -> list[str] | None:
     return None if lines[start + 1:end] == body else [*lines[:start + 1], *body, *lines[end:]]
 
 
+def _heading_lines(lines: list[str]) -> list[int]:
+    """The lines that structure the document: its rendered ``#``/``##`` headings; when the
+    document cannot be outlined (the problem is in its structure), every heading-like
+    line."""
+    try:
+        return [at for at, _, _ in outline(lines).headings]
+    except MarkdownError:
+        return [i for i, line in enumerate(lines) if heading(line)]
+
+
 def _set_aside(lines: list[str], at: int, exc: MarkdownError) -> list[str] | None:
     """The document with the part that made ``exc`` (on line index ``at``) set aside, or
     None when nothing sensible can be (a document without any heading, too many steps)."""
     if exc.code == DOCUMENT_TOO_LARGE or not 0 <= at < len(lines):
         return None
-    fenced = _fence_map(lines)
-    heads = [i for i, line in enumerate(lines) if not fenced[i] and heading(line)]
+    heads = _heading_lines(lines)
     after = next((i for i in heads if i > at), len(lines))
     if at in heads:  # the heading itself (no text, too long, before any title) or its
         level = 1 if at == heads[0] else (heading(lines[at]) or (2, ""))[0]
@@ -68,4 +79,11 @@ def parse_all(doc: str) -> tuple[list[ProtocolDraft], list[MarkdownError]]:
     return [], problems
 
 
-__all__ = ["MAX_PROBLEMS", "parse_all"]
+def parse_all_within(doc: str, lim: limits.Limits
+                     ) -> tuple[list[ProtocolDraft], list[MarkdownError]]:
+    """``parse_all`` under the limits ``lim`` (in a worker process, as ``parse_within``)."""
+    use_limits(lim)
+    return parse_all(doc)
+
+
+__all__ = ["MAX_PROBLEMS", "parse_all", "parse_all_within"]

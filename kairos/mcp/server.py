@@ -142,12 +142,15 @@ def build_server(service: ServiceRef, *, identify: Identify,
                 raise NotFoundError(f"Unknown tool '{params.name}'. Known tools: "
                                     f"{', '.join(REGISTRY)}.", field="name")
             arguments = dict(params.arguments or {})
-            limits.check_value(arguments)
-            request = parse(spec.model, arguments, context=spec.name)
             call = Call(*identify(ctx.request))
-            handler = spec.handler
-            body = await anyio.to_thread.run_sync(
-                lambda: handler(service.get(), request, call))
+            handler, model = spec.handler, spec.model
+
+            def run() -> Any:  # off the event loop: the checks walk every argument
+                limits.check_value(arguments)
+                return handler(service.get(), parse(model, arguments, context=params.name),
+                               call)
+
+            body = await anyio.to_thread.run_sync(run)
             response = result(body)
         except KairosError as exc:
             outcome = "error"

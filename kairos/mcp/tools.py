@@ -147,7 +147,9 @@ TOOLS: tuple[ToolSpec, ...] = (
         "kairos_mint", "Store a protocol",
         "Store a markdown document as a protocol: one `# Title`, one `## Step` per step, and "
         "in each step a line `PROOF OF WORK: <challenge>` — `timeout 30s <shell command>`, "
-        "`mcp <tool_name>`, `user_input \"<prompt>\"` or `comment min_length=<n>`. Returns "
+        "`mcp <tool_name>`, `user_input \"<prompt>\"` or `comment min_length=<n>`; a "
+        "command that holds markdown characters (`*`, `_`, `\\`, `<`) goes in a code span, "
+        "e.g. PROOF OF WORK: timeout 30s `pytest tests/__init__.py`. Returns "
         "the protocol's step URIs. A title that already exists is refused "
         "(DUPLICATE_CHAIN) unless force_update is true.",
         rq.Mint,

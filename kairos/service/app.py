@@ -271,5 +271,6 @@ class Kairos:
         """Stop background work (never exit while it is inside the model), then the store."""
         self.expiry.stop()
         self.search_engine.stop()
+        self.protocols.parser.close()
         self.store.close()
 

@@ -10,7 +10,6 @@ from typing import Any
 from ..domain import engine, errors, limits, markdown
 from ..domain.errors import NotFoundError, ValidationError
 from ..domain.plain import plain_text, step_body
-from ..domain.problems import parse_all
 from ..domain.proof import chain_hash, verify_chain
 from ..domain.requests import CATEGORY_CODES
 from ..domain.texts import GENESIS_HASH
@@ -143,7 +142,7 @@ class BrowseService:
             return {"valid": False, "errors": [{"error_code": errors.NO_HEADING, "line": 1,
                                                 "message": "The document is empty."}],
                     "protocols": []}
-        drafts, found = parse_all(markdown_doc)
+        drafts, found = self.protocols.parser.problems(markdown_doc)
         if found:
             return {"valid": False, "protocols": [], "errors": [
                 {"error_code": exc.code, "line": exc.line, "message": exc.message}

@@ -47,6 +47,48 @@ def _text(value: Any, field: str, *, required: bool, limit: int) -> str | None:
     return value.strip()
 
 
+def validated_entry(kind: Any, data: dict[str, Any], categories: set[str],
+                    current: dict[str, Any] | None = None) -> dict[str, Any]:
+    """An experience's or a manual's fields as a write stores them, or the ValidationError
+    naming the first wrong one (``categories``: the codes of the space)."""
+    if kind not in ("experience", "manual"):
+        raise ValidationError("entity_type", "'experience' or 'manual'")
+    merged = {**(current or {}), **{k: v for k, v in data.items() if k in FIELDS[kind]}}
+    unknown = set(data) - set(FIELDS[kind]) - {"entity_type", "entity_id", "updates"}
+    if unknown:
+        name = sorted(unknown)[0]
+        raise ValidationError(name, f"one of the {kind} fields: "
+                              f"{', '.join(f for f in FIELDS[kind] if f != 'preview')}",
+                              message=f"Unknown field '{name}' for a {kind}.")
+    category = merged.get("category")
+    if not isinstance(category, str) or category not in categories:
+        raise ValidationError("category", f"one of: {', '.join(sorted(categories))}",
+                              message=f"Unknown category {category!r}; expected one of: "
+                                      f"{', '.join(sorted(categories))}.")
+    out: dict[str, Any] = {
+        "category": category,
+        "title": _text(merged.get("title"), "title", required=True,
+                       limit=limits.ENTRY_TITLE_CHARS),
+        "author": _text(merged.get("author"), "author", required=False,
+                        limit=limits.AUTHOR_CHARS),
+    }
+    if kind == "experience":
+        section = merged.get("section") or "useful"
+        if section not in SECTIONS:
+            raise ValidationError("section", "'useful', 'harmful' or 'contextual'")
+        out["section"] = section
+        out["playbook"] = _text(merged.get("playbook"), "playbook", required=True,
+                                limit=limits.PLAYBOOK_CHARS)
+        out["context"] = _text(merged.get("context"), "context",
+                               required=section == "contextual", limit=limits.PLAYBOOK_CHARS)
+    else:
+        out["content"] = _text(merged.get("content"), "content", required=True,
+                               limit=limits.CONTENT_CHARS)
+        out["summary"] = _text(merged.get("summary"), "summary", required=False,
+                               limit=limits.PLAYBOOK_CHARS)
+    return out
+
+
 class EntryService:
     def __init__(self, store: Store, search: SearchService) -> None:
         self.store = store
@@ -83,52 +125,11 @@ class EntryService:
             cats = self._ensure_categories(repo, caller.space)
         return {"categories": cats, "count": len(cats)}
 
-    # --- validation --------------------------------------------------------------------------
-
-    def _validated(self, kind: Any, data: dict[str, Any], categories: set[str],
-                   current: dict[str, Any] | None = None) -> dict[str, Any]:
-        if kind not in ("experience", "manual"):
-            raise ValidationError("entity_type", "'experience' or 'manual'")
-        merged = {**(current or {}), **{k: v for k, v in data.items() if k in FIELDS[kind]}}
-        unknown = set(data) - set(FIELDS[kind]) - {"entity_type", "entity_id", "updates"}
-        if unknown:
-            name = sorted(unknown)[0]
-            raise ValidationError(name, f"one of the {kind} fields: "
-                                  f"{', '.join(f for f in FIELDS[kind] if f != 'preview')}",
-                                  message=f"Unknown field '{name}' for a {kind}.")
-        category = merged.get("category")
-        if not isinstance(category, str) or category not in categories:
-            raise ValidationError("category", f"one of: {', '.join(sorted(categories))}",
-                                  message=f"Unknown category {category!r}; expected one of: "
-                                          f"{', '.join(sorted(categories))}.")
-        out: dict[str, Any] = {
-            "category": category,
-            "title": _text(merged.get("title"), "title", required=True,
-                           limit=limits.ENTRY_TITLE_CHARS),
-            "author": _text(merged.get("author"), "author", required=False,
-                            limit=limits.AUTHOR_CHARS),
-        }
-        if kind == "experience":
-            section = merged.get("section") or "useful"
-            if section not in SECTIONS:
-                raise ValidationError("section", "'useful', 'harmful' or 'contextual'")
-            out["section"] = section
-            out["playbook"] = _text(merged.get("playbook"), "playbook", required=True,
-                                    limit=limits.PLAYBOOK_CHARS)
-            out["context"] = _text(merged.get("context"), "context",
-                                   required=section == "contextual", limit=limits.PLAYBOOK_CHARS)
-        else:
-            out["content"] = _text(merged.get("content"), "content", required=True,
-                                   limit=limits.CONTENT_CHARS)
-            out["summary"] = _text(merged.get("summary"), "summary", required=False,
-                                   limit=limits.PLAYBOOK_CHARS)
-        return out
-
     # --- writes ------------------------------------------------------------------------------
 
     def write_entry(self, req: rq.WriteEntry, caller: Caller) -> dict[str, Any]:
         kind = req.entity_type
-        values = self._validated(kind, req.model_dump(exclude_unset=True),
+        values = validated_entry(kind, req.model_dump(exclude_unset=True),
                                  self._category_codes(caller.space))
         stamp = now()
         row = {"id": new_id(), "space": caller.space, "created_at": stamp,
@@ -163,7 +164,7 @@ class EntryService:
         for _ in range(_GUARD_ATTEMPTS):
             with self.store.read() as repo:
                 kind, current = self._load(repo, entity_id, caller)
-            values = self._validated(kind, updates, cats, current)
+            values = validated_entry(kind, updates, cats, current)
             stamp = now()
             row = {**current, **values, "updated_at": stamp}
             spec = entry_doc(kind, row)

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 from sqlalchemy.exc import IntegrityError
 
-from ..domain import errors, limits, markdown
+from ..domain import errors, markdown
 from ..domain import requests as rq
 from ..domain.engine import StepView
 from ..domain.errors import ConflictError, KairosError, NotFoundError, ValidationError
@@ -25,6 +25,7 @@ from ..search.service import DUPLICATE_SEQ, SearchService
 from ..store.db import Store
 from ..store.repo import Repo, Row
 from .clock import now
+from .parsing import Parser
 from .turns import in_turn
 
 BUILTIN_SPACE = "_builtin"
@@ -117,10 +118,12 @@ def _step_row(step_id: str, protocol_id: str, space: str, position: int,
 
 
 class ProtocolService:
-    def __init__(self, store: Store, search: SearchService | None = None) -> None:
+    def __init__(self, store: Store, search: SearchService | None = None, *,
+                 parser: Parser | None = None) -> None:
         self.store = store
         self.search = search
         self.step_cache = _StepCache()
+        self.parser = parser or Parser()
 
     # --- lookup ----------------------------------------------------------------------------
 
@@ -195,12 +198,16 @@ class ProtocolService:
                 out.append(exc)
         return out
 
-    @staticmethod
-    def _drafts(markdown_doc: str) -> list[markdown.ProtocolDraft]:
+    def parse(self, doc: str) -> list[markdown.ProtocolDraft]:
+        """``markdown.parse`` as every write of a protocol reads its markdown: a large
+        document in a worker process (``service.parsing``)."""
+        return self.parser.parse(doc)
+
+    def _drafts(self, markdown_doc: str) -> list[markdown.ProtocolDraft]:
         if not markdown_doc.strip():
             raise ValidationError("markdown_doc", "a non-empty markdown string")
         markdown_doc = _unquoted(markdown_doc)
-        drafts = markdown.parse(markdown_doc)
+        drafts = self.parse(markdown_doc)
         seen: set[str] = set()
         for d in drafts:
             if title_key(d.title) in seen:
@@ -410,8 +417,7 @@ class ProtocolService:
                     change: rq.StepChange) -> dict[str, Any]:
         label, content = change.label, change.content
         if doc is not None:
-            if len(doc.encode("utf-8", "surrogatepass")) > limits.current().document_bytes:
-                markdown.parse(doc)  # raises the size error
+            markdown.check_text(doc)  # the size error before any other work
             lines = doc.replace("\r\n", "\n").split("\n")
             first = next((i for i, line in enumerate(lines) if line.strip()), 0)
             m = re.match(r"^ {0,3}##?[ \t]+(.*?)[ \t]*$", lines[first]) if lines else None
@@ -425,7 +431,7 @@ class ProtocolService:
                 step, proto, rows = self.resolve(repo, uri, caller, writable=True)
             new_label = label if label is not None and label.strip() else step["label"]
             body = content if content is not None else step["content"]
-            parsed = markdown.parse(f"# {proto['title']}\n\n## {new_label}\n\n{body}\n")
+            parsed = self.parse(f"# {proto['title']}\n\n## {new_label}\n\n{body}\n")
             if len(parsed) != 1 or len(parsed[0].steps) != 1:
                 raise ValidationError("markdown_doc", "the body of one step, without H1/H2 "
                                       "headings outside code blocks")

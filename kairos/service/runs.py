@@ -185,15 +185,12 @@ class RunService:
                 run = repo.locked_run(own) if locked else own
                 if run is None:
                     raise _Lost
-                if run["status"] == engine.FINISHED:
-                    raise ConflictError(errors.CONFLICT,
-                                        f"Run {run['id']} is already finished (outcome "
-                                        f"{run['outcome']}); there is nothing to abort.",
-                                        field="run_id")
-                if run["status"] == engine.ABANDONED:
-                    raise ConflictError(errors.CONFLICT,
-                                        f"Run {run['id']} was abandoned ({run['message']}); "
-                                        "there is nothing to abort.", field="run_id")
+                closed = {engine.FINISHED: f"is already finished (outcome {run['outcome']})",
+                          engine.ABANDONED: f"was abandoned ({run['message']})",
+                          engine.IMPORTED: "is imported history"}.get(run["status"])
+                if closed is not None:
+                    raise ConflictError(errors.CONFLICT, f"Run {run['id']} {closed}; there is "
+                                        "nothing to abort.", field="run_id")
                 steps = repo.steps_of(run["protocol_id"])
                 if not steps:
                     raise NotFoundError(f"The protocol of run {run['id']} no longer exists.",

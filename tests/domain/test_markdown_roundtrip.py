@@ -22,16 +22,25 @@ CODE = st.lists(st.one_of(PHRASE, PHRASE.map(lambda p: f"# {p}"),
 PARAGRAPH = st.one_of(st.lists(PLAIN_LINE, min_size=1, max_size=3).map("\n".join), CODE)
 BODY = st.lists(PARAGRAPH, min_size=0, max_size=3).map("\n\n".join)
 
+# A challenge shows as written: plain words (no "_" that could pair into emphasis), or any
+# words inside a code span.
+PLAIN = st.lists(st.text(alphabet="abcdefghijklmnopqrstuvwxyzABCDEFGHIJ0123456789éß-",
+                         min_size=1, max_size=10), min_size=1, max_size=6).map(" ".join)
+ARG = st.one_of(PLAIN.map(lambda p: (p, p)), PHRASE.map(lambda p: (f"`{p}`", p)))
+TOOL = st.one_of(WORD.filter(lambda w: "_" not in w).map(lambda w: (w, w)),
+                 WORD.map(lambda w: (f"`{w}`", w)))
 CHALLENGES = st.one_of(
     st.just(("", default_challenge())),
-    st.builds(lambda c, t: (f"PROOF OF WORK: timeout {t}s {c}",
-                            make_challenge("shell", {"cmd": c, "timeout_seconds": t})),
-              PHRASE, st.integers(1, 600)),
-    st.builds(lambda tool: (f"PROOF OF WORK: mcp {tool}",
-                            make_challenge("mcp", {"tool_name": tool, "expected_result": None})),
-              WORD),
-    st.builds(lambda p: (f'PROOF OF WORK: user_input "{p}"',
-                         make_challenge("user_input", {"prompt": p})), PHRASE),
+    st.builds(lambda c, t: (f"PROOF OF WORK: timeout {t}s {c[0]}",
+                            make_challenge("shell", {"cmd": c[1], "timeout_seconds": t})),
+              ARG, st.integers(1, 600)),
+    st.builds(lambda tool: (f"PROOF OF WORK: mcp {tool[0]}",
+                            make_challenge("mcp", {"tool_name": tool[1],
+                                                   "expected_result": None})),
+              TOOL),
+    st.builds(lambda p: (f'PROOF OF WORK: user_input "{p[1]}"' if p[0] == p[1]
+                         else f'PROOF OF WORK: `user_input "{p[1]}"`',
+                         make_challenge("user_input", {"prompt": p[1]})), ARG),
     st.builds(lambda n: (f"PROOF OF WORK: comment min_length={n}",
                          make_challenge("comment", {"min_length": n})), st.integers(1, 500)),
     st.builds(lambda c: ("```json\n" + json.dumps(

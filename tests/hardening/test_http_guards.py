@@ -93,6 +93,23 @@ async def test_a_body_that_is_not_utf8_is_a_422_naming_the_body(
     assert response.json()["field"] == "body" and "UTF-8" in response.json()["message"]
 
 
+@pytest.mark.parametrize(("body", "expected"), [
+    (b'{"markdown_doc": "x", "llm_model_id": [' + b"1," * 100_000 + b"1]}",
+     "at most 100000 JSON values"),
+    (b'{"markdown_doc": "x", "quality_bonus": ' + b"9" * (limits.NUMBER_DIGITS + 1) + b"}",
+     f"JSON numbers of at most {limits.NUMBER_DIGITS} digits"),
+    (b'{"a": ' + b"[" * 65 + b"]" * 65 + b"}", "JSON nested at most 64 levels deep"),
+])
+async def test_a_body_too_costly_to_parse_is_refused_before_parsing(
+        http: httpx.AsyncClient, body: bytes, expected: str) -> None:
+    rest = await http.post("/api/v1/protocols", content=body, headers=JSON)
+    assert rest.status_code == 422
+    assert (rest.json()["field"], rest.json()["expected"]) == ("body", expected)
+    mcp = await http.post("/mcp", content=body, headers=MCP_HEADERS)
+    assert mcp.status_code == 422
+    assert mcp.json()["error"]["data"]["expected"] == expected
+
+
 async def test_citing_into_an_unknown_session_is_a_404_and_creates_nothing(
         http: httpx.AsyncClient) -> None:
     cited = await http.post("/api/v1/search/session/cited",

@@ -209,7 +209,7 @@ async function pageRuns(params) {
   const protocol = params.get("protocol") || "";
   const data = await api("GET", `/api/v1/runs/list${query({ offset, status, limit: 25, protocol: protocol ? `kairos://mem/${protocol}` : "" })}`);
   const sel = h("select", { "aria-label": "Status", onchange: (ev) => { location.hash = `#/runs${query({ status: ev.target.value, protocol })}`; } },
-    ["", "active", "completed", "finished", "abandoned"].map((s) => h("option", { value: s, selected: s === status }, s || "any status")));
+    ["", "active", "completed", "finished", "abandoned", "imported"].map((s) => h("option", { value: s, selected: s === status }, s || "any status")));
   render("Runs", h("h1", {}, "Runs"), h("div", { class: "row" }, sel, protocol ? h("a", { href: "#/runs" }, "all protocols") : null),
     h("div", { class: "table-wrap" }, h("table", { id: "runs" },
       h("thead", {}, h("tr", {}, h("th", {}, "run"), h("th", {}, "protocol"), h("th", {}, "state"), h("th", {}, "proof"), h("th", { class: "hide-narrow" }, "updated"))),

@@ -1,0 +1,208 @@
+"""Where each checked record of an import goes: its id in the space (kept, new, or moved
+off an id another space holds), the references that follow it, and the rows written."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import insert, select
+
+from ..domain import engine, markdown
+from ..domain.errors import CONFLICT, DUPLICATE_CHAIN, ConflictError
+from ..search.documents import DocSpec, entry_doc, entry_table, protocol_doc
+from ..store import schema as t
+from .import_rows import Row
+from .protocols import title_key
+
+if TYPE_CHECKING:
+    from ..store.repo import Repo
+
+__all__ = ["Checked", "Plan"]
+
+#: Checked rows per table: each row with the values a write stores.
+Checked = dict[str, list[tuple[Row, dict[str, Any]]]]
+_ENTRIES = {"experiences": "experience", "manuals": "manual"}
+
+
+def moved(space: str, old: str) -> str:
+    """The id a record held by another space gets in ``space``: the same on every import."""
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"kairos-import:{space}:{old}"))
+
+
+def _spaces(repo: Repo, table: Any, ids: Iterable[str]) -> dict[str, str]:
+    """The space of each id the table already holds."""
+    out: dict[str, str] = {}
+    ids = list(ids)
+    for i in range(0, len(ids), 500):
+        q = select(table.c.id, table.c.space).where(table.c.id.in_(ids[i:i + 500]))
+        out.update({r[0]: r[1] for r in repo.conn.execute(q)})
+    return out
+
+
+class _Places:
+    """Each id of one table: its id in the space, and whether the space already holds it
+    (then the stored record is kept and the file's row skipped)."""
+
+    def __init__(self, repo: Repo, table: Any, ids: Iterable[str], space: str) -> None:
+        ids = list(ids)
+        held = _spaces(repo, table, ids)
+        away = {i: moved(space, i) for i in ids if held.get(i, space) != space}
+        held_away = _spaces(repo, table, away.values())
+        self.ids = {i: away.get(i, i) for i in ids}
+        self.kept = {i for i in ids if held.get(i) == space
+                     or held_away.get(away.get(i, ""), "") == space}
+        clash = next((i for i, new in away.items() if held_away.get(new, space) != space), None)
+        if clash is not None:
+            raise ConflictError(CONFLICT, f"The id {clash} cannot be given a free id in space "
+                                f"'{space}'; nothing was imported.", field="id")
+
+
+class Plan:
+    def __init__(self, repo: Repo, checked: Checked, drafts: dict[str, markdown.ProtocolDraft],
+                 space: str) -> None:
+        self.space, self.checked, self.drafts = space, checked, drafts
+        protos = {v["id"]: (row, v) for row, v in checked["protocols"]}
+        self.protocols = _Places(repo, t.protocols, protos, space)
+        self._titles(repo, protos)
+        self.step_ids = self._step_ids(repo)
+        builtin = [r[0] for r in repo.conn.execute(
+            select(t.protocols.c.id).where(t.protocols.c.builtin.is_(True)))]
+        steps_of = {pid: [s["id"] for s in repo.steps_of(pid)] for pid in builtin}
+        for _, v in checked["steps"]:
+            steps_of.setdefault(v["protocol_id"], []).append(v["id"])
+        for row, run in checked["runs"]:
+            if run["protocol_id"] not in steps_of:
+                raise row.refuse("protocol_id", "the id of a protocol in this file or of a "
+                                 "built-in protocol", run["protocol_id"])
+            known = steps_of[run["protocol_id"]]
+            if run["step_index"] > len(known):
+                raise row.refuse("step_index", f"at most {len(known)} (its protocol's steps)",
+                                 run["step_index"])
+            if run["failed_step_id"] not in (None, *known):
+                raise row.refuse("failed_step_id", "a step of its protocol, or null",
+                                 run["failed_step_id"])
+        self.runs = _Places(repo, t.runs, (v["id"] for _, v in checked["runs"]), space)
+        self.entries = {table: _Places(repo, entry_table(kind),
+                                       (v["id"] for _, v in checked[table]), space)
+                        for table, kind in _ENTRIES.items()}
+        self.codes = {r["code"] for r in repo.categories(space)}
+
+    def _titles(self, repo: Repo, protos: dict[str, tuple[Row, dict[str, Any]]]) -> None:
+        """A new protocol's title is free in the space (and used once in the file)."""
+        seen: dict[str, int] = {}
+        for pid, (row, v) in protos.items():
+            key = title_key(v["title"])
+            if key in seen:
+                raise ConflictError(DUPLICATE_CHAIN, f"Line {row.line}: the file has two "
+                                    f"protocols titled {v['title']!r} (the other on line "
+                                    f"{seen[key]}). Nothing was imported.",
+                                    field="protocols.title", line=row.line)
+            seen[key] = row.line
+            if pid in self.protocols.kept:
+                continue
+            other = repo.protocol_by_title(self.space, key)
+            if other is not None and other["id"] != self.protocols.ids[pid]:
+                raise ConflictError(DUPLICATE_CHAIN, f"Line {row.line}: space '{self.space}' "
+                                    f"already has a protocol titled {v['title']!r}; rename "
+                                    "one of them. Nothing was imported.",
+                                    field="protocols.title", line=row.line)
+
+    def _step_ids(self, repo: Repo) -> dict[str, str]:
+        """A step's id in the space: as its protocol's when that is kept; for a new
+        protocol, its own unless the store holds it (in any protocol), then moved."""
+        ids = {v["id"]: v["protocol_id"] for _, v in self.checked["steps"]}
+        held = _spaces(repo, t.steps, ids)
+        out = {}
+        for i, pid in ids.items():
+            if pid in self.protocols.kept:
+                out[i] = i if self.protocols.ids[pid] == pid else moved(self.space, i)
+            else:
+                out[i] = moved(self.space, i) if i in held else i
+        fresh = [out[i] for i, pid in ids.items() if pid not in self.protocols.kept
+                 and out[i] != i]
+        if _spaces(repo, t.steps, fresh):
+            raise ConflictError(CONFLICT, "A step id cannot be given a free id in space "
+                                f"'{self.space}'; nothing was imported.", field="steps.id")
+        return out
+
+    # --- what is written -------------------------------------------------------------------
+
+    def _new(self, table: str) -> list[dict[str, Any]]:
+        """The rows of ``table`` that the space does not hold yet, with their new ids."""
+        rows = [v for _, v in self.checked[table]]
+        if table == "protocols":
+            return [v for v in rows if v["id"] not in self.protocols.kept]
+        if table == "steps":
+            return [v for v in rows if v["protocol_id"] not in self.protocols.kept]
+        if table == "runs":
+            return [v for v in rows if v["id"] not in self.runs.kept]
+        if table in ("proofs", "attestations"):
+            return [v for v in rows if v["run_id"] not in self.runs.kept]
+        if table == "categories":
+            return [v for v in rows if v["code"] not in self.codes]
+        return [v for v in rows if v["id"] not in self.entries[table].kept]
+
+    @property
+    def skipped(self) -> dict[str, int]:
+        counts = {table: len(self.checked[table]) - len(self._new(table))
+                  for table in self.checked}
+        return {table: n for table, n in counts.items() if n}
+
+    @property
+    def new_ids(self) -> dict[str, int]:
+        places = {"protocols": self.protocols, "runs": self.runs, **self.entries}
+        counts = {table: sum(1 for old, new in p.ids.items() if old != new
+                             and old not in p.kept) for table, p in places.items()}
+        counts["steps"] = sum(1 for v in self._new("steps")
+                              if self.step_ids[v["id"]] != v["id"])
+        return {table: n for table, n in counts.items() if n}
+
+    def _protocol(self, pid: str) -> str:
+        return self.protocols.ids.get(pid, pid)  # a built-in keeps its id
+
+    def specs(self) -> list[DocSpec]:
+        """The search documents of the new protocols and entries."""
+        out = [protocol_doc(self.protocols.ids[v["id"]], self.space, self.drafts[v["id"]],
+                            v["updated_at"]) for v in self._new("protocols")]
+        for table, kind in _ENTRIES.items():
+            ids = self.entries[table].ids
+            out += [entry_doc(kind, {**v, "id": ids[v["id"]], "space": self.space})
+                    for v in self._new(table)]
+        return out
+
+    def write(self, repo: Repo) -> dict[str, int]:
+        """Insert every new row in the caller's transaction; the counts per table."""
+        space, conn = self.space, repo.conn
+        rows: dict[str, list[dict[str, Any]]] = {
+            "categories": [{**v, "space": space} for v in self._new("categories")],
+            "protocols": [{**v, "id": self.protocols.ids[v["id"]], "space": space,
+                           "title_key": title_key(v["title"]), "builtin": False,
+                           "source_hash": None, "tags": self.drafts[v["id"]].tags}
+                          for v in self._new("protocols")],
+            "steps": [{**v, "id": self.step_ids[v["id"]], "space": space,
+                       "protocol_id": self._protocol(v["protocol_id"])}
+                      for v in self._new("steps")],
+            "runs": [{**v, "id": self.runs.ids[v["id"]], "space": space,
+                      "protocol_id": self._protocol(v["protocol_id"]),
+                      "failed_step_id": self.step_ids.get(v["failed_step_id"],
+                                                          v["failed_step_id"]),
+                      "status": engine.IMPORTED, "nonce": None, "proven": False}
+                     for v in self._new("runs")],
+            "proofs": [{**v, "run_id": self.runs.ids[v["run_id"]]} for v in self._new("proofs")],
+            "attestations": [{**v, "run_id": self.runs.ids[v["run_id"]], "space": space,
+                              "protocol_id": self._protocol(v["protocol_id"]), "proven": False}
+                             for v in self._new("attestations")],
+        }
+        for table in _ENTRIES:
+            ids = self.entries[table].ids
+            rows[table] = [{**v, "id": ids[v["id"]], "space": space} for v in self._new(table)]
+        for table in ("categories", "protocols", "steps", "runs", "proofs", "attestations",
+                      *_ENTRIES):
+            if rows[table]:
+                conn.execute(insert(t.metadata.tables[table]), rows[table])
+        for proto in rows["protocols"]:
+            repo.create_metrics(proto["id"], space, [s["id"] for s in rows["steps"]
+                                                     if s["protocol_id"] == proto["id"]])
+        return {table: len(r) for table, r in rows.items() if r}

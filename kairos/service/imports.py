@@ -1,0 +1,297 @@
+"""``kairos import``: an export read back into a space, as untrusted input.
+
+The file may come from anywhere, so nothing in it is taken on trust:
+
+* every line is JSON within the limits of a request (size, nesting, text a store can keep);
+  every row is checked column by column (``service.import_rows``); a protocol is minted
+  again from its rows — title, intro, step labels and contents through the same parser and
+  limits as ``kairos_mint`` — and its stored challenges, tags and title key must be what
+  that mint gives; experiences and manuals pass the checks of ``write_entry``;
+* a record whose id the store already holds in another space (or among the built-ins)
+  gets a new id, the same one on every import into that space (a uuid5 of the space and
+  the old id), and every reference to it in the file follows; one the space itself
+  already holds is kept as it is (importing a file twice changes nothing);
+* runs are history: each run's proof chain is verified as ``kairos verify`` does, and a
+  chain that does not verify refuses the file; a run that verifies is stored with status
+  ``imported`` and ``proven: false`` (it was not answered here, and a chain can be
+  recomputed by anyone), so it never counts in a protocol's outcomes, never takes an
+  answer and cannot be attested; nonces and metrics are not read (an imported protocol's
+  counts start at zero);
+* the file is imported whole or not at all, and a refusal names the line and the field.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy.exc import DBAPIError
+
+from ..domain import limits, markdown
+from ..domain.errors import CONFLICT, ConflictError, KairosError, ValidationError
+from ..domain.proof import verify_chain
+from ..domain.texts import GENESIS_HASH
+from . import import_rows as rows_
+from .entries import validated_entry
+from .import_plan import Checked, Plan
+from .import_rows import Row, refused
+from .protocols import Caller
+from .transfer import FORMAT, NOT_EXPORTED, VERSION, tables
+
+if TYPE_CHECKING:
+    from .app import Kairos
+
+__all__ = ["import_lines"]
+
+_ENTRY_KINDS = {"experiences": "experience", "manuals": "manual"}
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _read(lines: Iterable[bytes | str]) -> tuple[dict[str, Any], dict[str, list[Row]],
+                                                  Counter[str]]:
+    """The header and the rows of a JSON Lines export; a line that is not a JSON object
+    within a request's limits refuses the file."""
+    longest = 2 * limits.current().body_bytes  # a row holds at most what one request wrote
+    known = {table.name: table for table in tables()}
+    header: dict[str, Any] | None = None
+    found: dict[str, list[Row]] = defaultdict(list)
+    ignored: Counter[str] = Counter()
+    for n, raw in enumerate(lines, 1):
+        if len(raw) > longest:
+            raise refused(n, "file", f"lines of at most {longest} bytes",
+                          f"the line is {len(raw)} bytes; the limit is {longest}")
+        try:
+            text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
+        except UnicodeDecodeError as exc:
+            raise refused(n, "file", "UTF-8 text", f"not UTF-8 (byte {exc.start})") from None
+        text = text.removeprefix("\ufeff") if n == 1 else text
+        if not text.strip():
+            continue
+        try:
+            limits.check_json_text(text, "file")
+            record = json.loads(text, parse_constant=_no_constant)
+            limits.check_value(record)
+        except ValidationError as exc:
+            raise refused(n, exc.field or "file", exc.expected or "valid JSON",
+                          exc.message.rstrip(".")) from None
+        except (ValueError, RecursionError) as exc:
+            reason = getattr(exc, "msg", None) or str(exc).split("\n")[0]
+            raise refused(n, "file", "one JSON object per line",
+                          f"not JSON ({reason})") from None
+        if header is None:
+            header = _header(n, record)
+            continue
+        name = record.get("table") if isinstance(record, dict) else None
+        values = record.get("row") if isinstance(record, dict) else None
+        if name in NOT_EXPORTED:
+            ignored[name] += 1
+            continue
+        if name not in known or not isinstance(values, dict):
+            raise refused(n, "table", '{"table": <an exported table>, "row": {...}}',
+                          f"expected {{\"table\": one of {', '.join(known)}, \"row\": "
+                          "{...}}")
+        extra = sorted(set(values) - set(known[name].c.keys()))
+        if extra:
+            raise refused(n, f"{name}.{extra[0]}", f"a column of {name}",
+                          f"{name} has no column {extra[0]!r}")
+        found[name].append(Row(name, n, values))
+    if header is None:
+        raise refused(1, "header", f'a first line {{"format": "{FORMAT}", ...}}',
+                      "the file is empty")
+    return header, found, ignored
+
+
+def _header(line: int, record: Any) -> dict[str, Any]:
+    if not isinstance(record, dict) or record.get("format") != FORMAT:
+        raise ValidationError("header", f'a first record {{"format": "{FORMAT}", ...}}',
+                              line=line, message="Not a KAIROS export: the first record "
+                                                 "must be its header.")
+    if record.get("version") != VERSION:
+        raise ValidationError("version", f"export version {VERSION}", line=line,
+                              message=f"Unsupported export version {record.get('version')!r}.")
+    return record
+
+
+def _unique(checked: list[tuple[Row, dict[str, Any]]], key: Callable[[dict[str, Any]], Any],
+            what: str) -> dict[Any, tuple[Row, dict[str, Any]]]:
+    seen: dict[Any, tuple[Row, dict[str, Any]]] = {}
+    for row, values in checked:
+        k = key(values)
+        if k in seen:
+            raise refused(row.line, f"{row.table}.{what}", f"a {what} given once",
+                          f"{row.table} {what} {k!r} is given again (first on line "
+                          f"{seen[k][0].line})")
+        seen[k] = (row, values)
+    return seen
+
+
+def _check(found: dict[str, list[Row]], categories: set[str],
+           parse: Callable[[str], list[markdown.ProtocolDraft]]
+           ) -> tuple[Checked, dict[str, markdown.ProtocolDraft]]:
+    """Every row checked; the drafts of the protocols minted again from their rows."""
+    checks = {"protocols": rows_.check_protocol, "steps": rows_.check_step,
+              "runs": rows_.check_run, "proofs": rows_.check_proof,
+              "attestations": rows_.check_attestation, "categories": rows_.check_category}
+    checked: Checked = {name: [(row, check(row)) for row in found.get(name, [])]
+                        for name, check in checks.items()}
+    codes = categories | {v["code"] for _, v in checked["categories"]}
+    _unique(checked["categories"], lambda v: v["code"], "code")
+    for table, kind in _ENTRY_KINDS.items():
+        checked[table] = [(row, _entry(row, kind, codes)) for row in found.get(table, [])]
+        _unique(checked[table], lambda v: v["id"], "id")
+    protocols = _unique(checked["protocols"], lambda v: v["id"], "id")
+    _unique(checked["steps"], lambda v: v["id"], "id")
+    by_protocol: dict[str, list[tuple[Row, dict[str, Any]]]] = defaultdict(list)
+    for row, step in checked["steps"]:
+        if step["protocol_id"] not in protocols:
+            raise row.refuse("protocol_id", "the id of a protocol in this file",
+                             step["protocol_id"])
+        by_protocol[step["protocol_id"]].append((row, step))
+    drafts = {}
+    for pid, (row, proto) in protocols.items():
+        steps = sorted(by_protocol.get(pid, []), key=lambda s: s[1]["position"])
+        for position, (step_row, step) in enumerate(steps):
+            if step["position"] != position:
+                raise step_row.refuse("position", f"{position} (positions of a protocol's "
+                                      "steps run 0, 1, 2, ... without gaps)", step["position"])
+        if not steps:
+            raise row.refuse("id", "a protocol with at least one step in this file", pid)
+        drafts[pid] = _mint_again(row, proto, steps, parse)
+    return checked, drafts
+
+
+def _entry(row: Row, kind: str, codes: set[str]) -> dict[str, Any]:
+    fields = {k: v for k, v in row.values.items()
+              if k not in ("id", "space", "created_at", "updated_at")}
+    try:
+        values = validated_entry(kind, fields, codes)
+    except ValidationError as exc:
+        raise refused(row.line, f"{row.table}.{exc.field}", exc.expected or "",
+                      f"{row.table}.{exc.field}: {exc.message.rstrip('.')}") from None
+    return {"id": row.id(), **values, "created_at": row.stamp("created_at"),
+            "updated_at": row.stamp("updated_at")}
+
+
+def _mint_again(row: Row, proto: dict[str, Any], steps: Sequence[tuple[Row, dict[str, Any]]],
+                parse: Callable[[str], list[markdown.ProtocolDraft]]
+                ) -> markdown.ProtocolDraft:
+    """The protocol minted from its rows, as ``markdown.render`` writes it; a row that would
+    not mint back to itself is named with its line."""
+    parts: list[tuple[str, Row, str]] = [(f"# {proto['title']}", row, "title")]
+    if proto["intro"]:
+        parts.append((proto["intro"], row, "intro"))
+    for step_row, step in steps:
+        parts.append((f"## {step['label']}", step_row, "label"))
+        if step["content"]:
+            parts.append((step["content"], step_row, "content"))
+    starts, at = [], 1
+    for text, _, _ in parts:
+        starts.append(at)
+        at += text.count("\n") + 2
+
+    def part_at(line: int | None) -> tuple[Row, str]:
+        i = max((k for k, s in enumerate(starts) if s <= (line or 1)), default=0)
+        return parts[i][1], parts[i][2]
+
+    try:
+        parsed = parse("\n\n".join(text for text, _, _ in parts) + "\n")
+    except KairosError as exc:
+        where, column = part_at(exc.line)
+        raise refused(where.line, f"{where.table}.{column}", exc.expected or "markdown that "
+                      "mints", f"{where.table}.{column} does not mint: {exc.message}") from None
+    if len(parsed) != 1:
+        where, column = part_at(parsed[1].line)
+        raise where.refuse(column, "text without a '# ' heading (it would start another "
+                           "protocol)", where.values.get(column))
+    draft = parsed[0]
+    if (draft.title, draft.intro) != (proto["title"], proto["intro"]):
+        column = "title" if draft.title != proto["title"] else "intro"
+        raise row.refuse(column, f"text that mints as itself ({draft.title!r} / "
+                         f"{draft.intro[:40]!r})", proto[column])
+    for i, (step_row, step) in enumerate(steps):
+        got = draft.steps[i] if i < len(draft.steps) else None
+        if got is None or (got.label, got.content) != (step["label"], step["content"]):
+            column = "label" if got is not None and got.label != step["label"] else "content"
+            raise step_row.refuse(column, "text that mints as itself (no '## ' heading "
+                                  "outside code)", step[column])
+        if got.challenge.to_dict() != step["challenge"]:
+            raise step_row.refuse("challenge", f"the challenge its content declares, "
+                                  f"{got.challenge.to_dict()}", step["challenge"])
+    if len(draft.steps) != len(steps):
+        step_row, step = steps[-1]
+        raise step_row.refuse("content", "text without a '## ' heading outside code (it "
+                              "would start another step)", step["content"])
+    return draft
+
+
+def _chains(checked: Checked) -> None:
+    """Each run's proofs: of a run in this file, numbered 0, 1, 2 ..., and a chain that
+    verifies as ``kairos verify`` checks it, up to the run's head."""
+    runs = _unique(checked["runs"], lambda v: v["id"], "id")
+    _unique(checked["proofs"], lambda v: (v["run_id"], v["seq"]), "seq")
+    _unique(checked["attestations"],
+            lambda v: (v["run_id"], v["step_uri"], v["outcome"], v["created_at"]), "created_at")
+    by_run: dict[str, list[tuple[Row, dict[str, Any]]]] = defaultdict(list)
+    for row, proof in checked["proofs"]:
+        if proof["run_id"] not in runs:
+            raise row.refuse("run_id", "the id of a run in this file", proof["run_id"])
+        by_run[proof["run_id"]].append((row, proof))
+    for row, att in checked["attestations"]:
+        owner = runs.get(att["run_id"])
+        if owner is None:
+            raise row.refuse("run_id", "the id of a run in this file", att["run_id"])
+        if att["protocol_id"] != owner[1]["protocol_id"]:
+            raise row.refuse("protocol_id", f"its run's protocol {owner[1]['protocol_id']}",
+                             att["protocol_id"])
+    for run_id, (run_row, run) in runs.items():
+        proofs = sorted(by_run.get(run_id, []), key=lambda p: p[1]["seq"])
+        for seq, (row, proof) in enumerate(proofs):
+            if proof["seq"] != seq:
+                raise row.refuse("seq", f"{seq} (a run's proofs are numbered 0, 1, 2 ...)",
+                                 proof["seq"])
+        head, _, broken = verify_chain(dict(p["record"], proof_hash=p["proof_hash"])
+                                       for _, p in proofs)
+        if broken is not None:
+            row = proofs[broken.index][0]
+            raise row.refuse("proof_hash", f"a proof chain that verifies ({broken.reason})",
+                             proofs[broken.index][1]["proof_hash"])
+        if head != run["head"]:
+            raise run_row.refuse("head", f"the hash of its last proof ({head})"
+                                 if proofs else f"the genesis hash {GENESIS_HASH}", run["head"])
+
+
+def import_lines(kairos: Kairos, lines: Iterable[bytes | str], caller: Caller
+                 ) -> dict[str, Any]:
+    """Import the JSON Lines export ``lines`` into ``caller.space``: all of it, or nothing
+    and a ValidationError naming the line and the field."""
+    space = caller.space
+    header, found, ignored = _read(lines)
+    with kairos.store.read() as repo:
+        categories = {r["code"] for r in repo.categories(space)}
+    checked, drafts = _check(found, categories, kairos.protocols.parse)
+    _chains(checked)
+    with kairos.store.read() as repo:
+        plan = Plan(repo, checked, drafts, space)
+    specs = plan.specs()
+    engine_ = kairos.search_engine
+    vectors = engine_.embed_each(specs) if specs else []
+    try:
+        with kairos.store.write() as repo:
+            inserted = plan.write(repo)
+            for spec, vector in zip(specs, vectors, strict=True):
+                engine_.index(repo, [spec], vector)
+    except DBAPIError:
+        raise ConflictError(CONFLICT, f"Space '{space}' changed while importing (another "
+                            "writer stored a record this file holds); nothing was imported. "
+                            "Import again.", field="file") from None
+    return {"status": "imported", "space": space, "from_space": header.get("space"),
+            "inserted": inserted, "skipped": plan.skipped, "new_ids": plan.new_ids,
+            "ignored": dict(ignored), "indexed": len(specs),
+            "runs": "imported runs keep their proofs and are marked status imported, "
+                    "proven false: they were not answered here"}
+

@@ -1,0 +1,74 @@
+"""Where markdown is parsed: a small document in the calling thread, a large one in a
+worker process.
+
+A CommonMark parse allocates a token per block and per inline span. For a large document
+— a megabyte of one-line list items makes a million tokens — the interpreter's cycle
+collector passes over all of them, and freeing them at the end is one long call; either
+holds the interpreter's lock long enough to stall every other request of the process. In
+a worker process the server only waits for the drafts. The size limit is checked before
+anything is sent; the worker parses under the caller's limits.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import threading
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from typing import TypeVar
+
+from ..domain import limits, markdown, problems
+from ..domain.errors import INVALID_INPUT, MarkdownError
+
+__all__ = ["INLINE_CHARS", "Parser"]
+
+T = TypeVar("T")
+
+INLINE_CHARS = 32_768
+"""Documents shorter than this are parsed in the calling thread (tens of milliseconds at
+most, whatever they hold); longer ones in the worker process."""
+
+
+class Parser:
+    """``markdown.parse`` for the service. ``processes=False`` parses everything in the
+    calling thread (a one-shot command line has no other requests to protect)."""
+
+    def __init__(self, *, processes: bool = True) -> None:
+        self.processes = processes
+        self._pool: ProcessPoolExecutor | None = None
+        self._lock = threading.Lock()
+
+    def parse(self, doc: str) -> list[markdown.ProtocolDraft]:
+        """``markdown.parse``: the drafts, or the first problem raised."""
+        return self._run(doc, markdown.parse, markdown.parse_within)
+
+    def problems(self, doc: str) -> tuple[list[markdown.ProtocolDraft], list[MarkdownError]]:
+        """``problems.parse_all``: the drafts, or every problem (an editor's view)."""
+        return self._run(doc, problems.parse_all, problems.parse_all_within)
+
+    def _run(self, doc: str, inline: Callable[[str], T],
+             within: Callable[[str, limits.Limits], T]) -> T:
+        if not self.processes or len(doc) < INLINE_CHARS:
+            return inline(doc)
+        markdown.check_text(doc)
+        try:
+            return self._executor().submit(within, doc, limits.current()).result()
+        except BrokenProcessPool:
+            with self._lock:
+                self._pool = None  # the next parse starts a new worker
+            raise MarkdownError(INVALID_INPUT, "The document could not be parsed: the parser "
+                                "stopped while reading it.", field="markdown_doc") from None
+
+    def _executor(self) -> ProcessPoolExecutor:
+        with self._lock:
+            if self._pool is None:
+                self._pool = ProcessPoolExecutor(
+                    max_workers=1, mp_context=multiprocessing.get_context("spawn"))
+            return self._pool
+
+    def close(self) -> None:
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
