@@ -220,8 +220,8 @@ def rows(path: Path) -> list[dict[str, Any]]:
 
 def as_imported(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Records as an import stores them: runs (and their attestations) as history, not
-    proven here, taking no answers."""
-    marks = {"runs": {"status": "imported", "proven": False, "nonce": None},
+    proven here, taking no answers, at the first version of this store."""
+    marks = {"runs": {"status": "imported", "proven": False, "nonce": None, "version": 0},
              "attestations": {"proven": False}}
     return [{"table": r["table"], "row": {**r["row"], **marks.get(r["table"], {})}}
             for r in records]
