@@ -177,9 +177,10 @@ _state: dict[str, Any] = {"json": False, "warned": False, "params": set()}
 
 def _is_usage(exc: KairosError) -> bool:
     """Whether the error is about what was typed: a value the command line gave (a URI,
-    a run id, a status, a query) that the service refused as malformed."""
+    a run id, a status, a query) that the service refused as malformed. An error naming a
+    line is about a file's content, not about what was typed."""
     field = (exc.field or "").split(".")[0].split("[")[0]
-    return isinstance(exc, ValidationError) and bool(
+    return isinstance(exc, ValidationError) and exc.line is None and bool(
         {field, field + "s"} & set(_state["params"]))
 
 
@@ -898,11 +899,11 @@ def import_(
             with file.open("rb") as lines:
                 result = import_lines(k, lines, _caller(k, space))
         except KairosError as exc:
-            if exc.line is not None:
-                exc.message = f"{file}:{exc.line}: " + exc.message.removeprefix(
-                    f"Line {exc.line}: ")
-                exc.line = exc.line if as_json else None
-            raise
+            if exc.line is None or as_json:
+                raise
+            # The file's content is at fault, not what was typed: a failure (exit 1).
+            raise CliError(f"{file}:{exc.line}: " + exc.message.removeprefix(
+                f"Line {exc.line}: ") + f" [{exc.code}]", 1) from None
         except OSError as exc:
             raise CliError(f"{file}: cannot read ({exc.strerror})", 2) from None
     if as_json:
