@@ -11,6 +11,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from . import limits
+from . import triggers as front
 from .challenge import (
     Challenge,
     challenge_from_json,
@@ -50,6 +51,7 @@ class ProtocolDraft:
     steps: tuple[StepDraft, ...]
     intro: str = ""
     line: int = 1
+    triggers: tuple[str, ...] = ()  # the front matter's (``domain.triggers``)
 
     @property
     def tags(self) -> list[str]:
@@ -196,6 +198,7 @@ def parse(doc: str) -> list[ProtocolDraft]:
         raise _refuse(INVALID_INPUT, f"Line {at} holds a NUL character or a lone surrogate, "
                       "which is not text.", at, "text without NUL characters")
     fenced = _fence_map(lines)
+    lines, triggers_at = front.split_front_matter(lines, fenced)
     heads: list[tuple[int, int, str]] = []  # (index, level, text)
     for i, line in enumerate(lines):
         if fenced[i]:
@@ -252,13 +255,14 @@ def parse(doc: str) -> list[ProtocolDraft]:
             body, at = _strip_leading_blank(lines[hidx + 1 : step_bounds[si + 1]], hidx + 2)
             challenge = read_challenge(body, at)
             drafts.append(StepDraft(label, _trim(body), challenge))
-        protocols.append(ProtocolDraft(title, tuple(drafts), intro, start + 1))
+        protocols.append(ProtocolDraft(title, tuple(drafts), intro, start + 1,
+                                       triggers_at.get(start, ())))
     return protocols
 
 
 def render(protocol: ProtocolDraft) -> str:
     """Markdown that parses back to ``protocol``."""
-    parts = [f"# {protocol.title}"]
+    parts = ["\n".join([*front.front_matter(protocol.triggers), f"# {protocol.title}"])]
     if protocol.intro:
         parts.append(protocol.intro)
     for step in protocol.steps:

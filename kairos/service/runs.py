@@ -178,6 +178,8 @@ class RunService:
                                 step_uri=to_uri(step["id"]), outcome=outcome, message=message,
                                 quality_bonus=bonus, llm_model_id=model, proven=proven,
                                 created_at=stamp)
+        if outcome == "success" and proven and self.protocols.search is not None:
+            self.protocols.search.learning.learn(repo, run)  # the searches that led here
         return {
             "uri": to_uri(step["id"]),
             "run_id": run["id"],

@@ -54,12 +54,15 @@ SCOPES: dict[str, str] = {
     "categories": BY_SPACE,
     "experiences": BY_SPACE,
     "manuals": BY_SPACE,
+    "learned_triggers": BY_SPACE,
 }
 NOT_EXPORTED: dict[str, str] = {
     "search_docs": "search index: rebuilt from the imported records",
     "search_vectors": "search index: re-embedded by the importing store's model",
     "index_meta": "search index bookkeeping of the importing store",
     "search_sessions": "conversation state: expires after idle minutes, belongs to no space",
+    "search_leads": "the searches of the last minutes, kept only to learn from a run that "
+                    "follows them",
 }
 # Rows whose key is a store-assigned integer are matched on these columns instead.
 NATURAL_KEYS: dict[str, tuple[str, ...]] = {

@@ -24,7 +24,10 @@ from . import schema as t
 
 class VectorIndex(Protocol):
     def upsert(self, conn: Connection, rid: int, space: str, kind: str, vectors: np.ndarray,
-               model_id: str) -> None: ...
+               model_id: str, roles: Sequence[str] | None = None) -> None:
+        """Replace a document's vectors; ``roles`` says what each one is (``doc``,
+        ``trigger``, ``learned``; all ``doc`` when omitted)."""
+        ...
 
     def delete(self, conn: Connection, rids: Iterable[int]) -> None: ...
 
@@ -54,6 +57,10 @@ def _combine(cosines: np.ndarray, seq: int | None) -> float:
     if seq is None:
         return scoring.dense_of(cosines)
     return float(cosines[min(seq, len(cosines) - 1)])
+
+
+def _roles(roles: Sequence[str] | None, n: int) -> Sequence[str]:
+    return roles if roles is not None else ["doc"] * n
 
 
 def _version(conn: Connection) -> int:
@@ -86,12 +93,13 @@ class MemoryVectorIndex:
     # --- writes (inside the caller's transaction) --------------------------------------------
 
     def upsert(self, conn: Connection, rid: int, space: str, kind: str, vectors: np.ndarray,
-               model_id: str) -> None:
+               model_id: str, roles: Sequence[str] | None = None) -> None:
         conn.execute(delete(t.search_vectors).where(t.search_vectors.c.rid == rid))
         matrix = np.asarray(vectors, dtype=np.float32).reshape(len(vectors), -1)
         conn.execute(insert(t.search_vectors), [
-            {"rid": rid, "seq": i, "model_id": model_id, "vector": row.tobytes()}
-            for i, row in enumerate(matrix)])
+            {"rid": rid, "seq": i, "model_id": model_id, "vector": row.tobytes(), "role": role}
+            for i, (row, role) in enumerate(zip(matrix, _roles(roles, len(matrix)),
+                                                strict=True))])
         self._after_write(conn, lambda: self._apply(rid, space, kind, matrix, model_id))
 
     def delete(self, conn: Connection, rids: Iterable[int]) -> None:
@@ -238,15 +246,16 @@ class PgVectorIndex:
     in-process cache, so every replica sees every write at once."""
 
     def upsert(self, conn: Connection, rid: int, space: str, kind: str, vectors: np.ndarray,
-               model_id: str) -> None:
+               model_id: str, roles: Sequence[str] | None = None) -> None:
         conn.execute(delete(t.search_vectors).where(t.search_vectors.c.rid == rid))
         matrix = np.asarray(vectors, dtype=np.float32).reshape(len(vectors), -1)
         conn.execute(text(
-            "INSERT INTO search_vectors (rid, seq, model_id, vector, embedding, dim) "
-            "VALUES (:rid, :seq, :model_id, :vector, CAST(:embedding AS vector), :dim)"),
+            "INSERT INTO search_vectors (rid, seq, model_id, vector, embedding, dim, role) "
+            "VALUES (:rid, :seq, :model_id, :vector, CAST(:embedding AS vector), :dim, :role)"),
             [{"rid": rid, "seq": i, "model_id": model_id, "vector": row.tobytes(),
-              "embedding": _literal(row), "dim": int(matrix.shape[1])}
-             for i, row in enumerate(matrix)])
+              "embedding": _literal(row), "dim": int(matrix.shape[1]), "role": role}
+             for i, (row, role) in enumerate(zip(matrix, _roles(roles, len(matrix)),
+                                                 strict=True))])
 
     def delete(self, conn: Connection, rids: Iterable[int]) -> None:
         ids = list(rids)

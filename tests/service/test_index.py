@@ -174,7 +174,7 @@ def test_token_counts_are_made_again_by_migration_0009(tmp_path: Path) -> None:
                 "'Renew TLS', '', :body, :n, '2026-11-01T00:00:00Z')"),
                 {"rid": rid, "key": f"experience:e{rid}", "e": f"e{rid}", "body": body,
                  "n": ntokens})
-    assert migrate(engine) == "0009"
+    assert migrate(engine, "0009") == "0009"
     with engine.connect() as conn:
         counts = dict(conn.execute(text("SELECT rid, ntokens FROM search_docs")).all())
     engine.dispose()
