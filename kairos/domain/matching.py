@@ -81,8 +81,8 @@ HYBRID = Rule(text=0.0, title=0.10, share=0.10, all_title=0.10, rare_full=0.30, 
               spread=0.086, boundary=0.1746, slope=8.5, margin=0.10, margin_slope=30.0)
 #: Without vectors (embedder ``none``, or a remote provider down): text and lexical
 #: evidence alone, fitted the same way on the same evidence without its dense part.
-TEXT_ONLY = Rule(text=1.0, title=0.10, share=0.10, all_title=0.0, rare_full=0.0, gap=0.0,
-                 spread=0.0, boundary=0.1335, slope=4.25, margin=0.06, margin_slope=8.0)
+TEXT_ONLY = Rule(text=1.0, title=0.0, share=0.20, all_title=0.0, rare_full=0.0, gap=0.0,
+                 spread=0.0, boundary=0.1602, slope=4.0, margin=0.08, margin_slope=8.0)
 
 
 @dataclass(frozen=True, slots=True)

@@ -66,6 +66,15 @@ def _run(k: Kairos, uri: str, caller: Caller, *, prove: bool = True,
                     solution=shell_ok(answer["challenge"]) if prove else None)
 
 
+def _learn(k: Kairos, query: str, agent: Caller) -> str:
+    """The outage protocol's URI, after ``agent`` searched ``query`` and proved a run."""
+    outage = k.search("production outage")["choices"][0]["uri"]
+    k.search(query, agent)
+    k.search_engine.learning.flush()
+    _run(k, outage, agent)
+    return outage
+
+
 @pytest.fixture
 def k(home: Path) -> Kairos:
     service = make_kairos(home)
@@ -112,11 +121,7 @@ def test_a_proven_success_teaches_the_query_that_led_to_it(k: Kairos) -> None:
 
 
 def test_a_paraphrase_of_a_learned_query_finds_the_protocol(k: Kairos) -> None:
-    agent = Caller(id="agent-2")
-    outage = k.search("production outage")["choices"][0]["uri"]
-    k.search("everything returns 502 at the load balancer", agent)
-    k.search_engine.learning.flush()
-    _run(k, outage, agent)
+    outage = _learn(k, "everything returns 502 at the load balancer", Caller(id="agent-2"))
     assert [x["text"] for x in k.triggers(outage)["learned"]] == [
         "everything returns 502 at the load balancer"]
     assert _first(k, "the load balancer returns 502 for everything") == (
@@ -172,11 +177,7 @@ def test_learned_triggers_are_deduplicated_bounded_and_removable(k: Kairos) -> N
 
 
 def test_learned_vectors_survive_a_new_version_of_the_protocol(k: Kairos) -> None:
-    agent = Caller(id="agent")
-    outage = k.search("production outage")["choices"][0]["uri"]
-    k.search("everything returns 502 at the load balancer", agent)
-    k.search_engine.learning.flush()
-    _run(k, outage, agent)
+    outage = _learn(k, "everything returns 502 at the load balancer", Caller(id="agent"))
     k.mint(OUTAGE.replace("Roll back the last deploy.", "Roll back or turn off the flag."),
            force_update=True)
     assert _roles(k, "Respond to a production outage")[-1] == "learned"
