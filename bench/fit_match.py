@@ -15,8 +15,9 @@ one step at a time:
    highest that keeps at least ``ACCEPT`` of every store's on-topic queries relevant (a
    query judged irrelevant hides its right answer); among the points that rank within
    ``RANK_SLACK`` of the best ranking (the mean over stores of (recall@1 + recall@5) / 2
-   of the on-topic queries), the one kept judges the most off-topic queries irrelevant
-   (the worst store first, then the mean, then the ranking);
+   of the on-topic queries), the one kept ranks the most rare-term queries' protocol
+   first (a rare word found in a step decides), then judges the most off-topic queries
+   irrelevant (the worst store first, then the mean), then ranks best;
 3. **slope**: the maximum-likelihood slope of "the strongest candidate is a right answer"
    in ``sigmoid(logit(anchor) + slope * (ρ - boundary))``;
 4. **margin** and **margin slope**: those that show the fewest matches while at most
@@ -188,11 +189,17 @@ def weights(rule: matching.Rule) -> np.ndarray:
 def vector_scores(q: Query, rule: matching.Rule) -> tuple[np.ndarray, np.ndarray, float]:
     """(scores, strengths, ρ) of every candidate: ``matching.score`` for many candidates
     at once (``check`` compares the two)."""
-    z = q.features @ weights(rule)
+    w = weights(rule)
+    dense = q.features[:, :2] @ w[:2]
+    lexical = q.features[:, 2:] @ w[2:]
+    z = dense + lexical
     if not len(z):
         return z, z, -math.inf
     z_top = float(z.max())
-    rho = matching.relevance(z_top, q.best_dense, q.background, q.n_docs, rule)
+    chance = rule.spread * matching.expected_max(q.n_docs)
+    gap = (0.0 if q.best_dense is None or q.background is None
+           else q.best_dense - q.background)
+    rho = float((np.maximum(0.0, dense - chance) + lexical).max()) + rule.gap * gap
     anchor = scoring.anchor(q.kinds[0], text_only=rule.spread == 0.0)
     confidence = matching.Context(rule, q.best_dense, q.background, q.n_docs,
                                   q.noise).confidence(rho)
@@ -242,6 +249,14 @@ def figures(queries: list[Query], rule: matching.Rule) -> dict[str, dict[str, fl
     return {s: {k: float(np.mean(v)) for k, v in f.items()} for s, f in acc.items() if f}
 
 
+def rare_first(queries: list[Query], rule: matching.Rule) -> float:
+    """The share of rare-term queries whose right answer ranks first."""
+    w = weights(rule)
+    rows = [q.right[int(np.argmax(q.features @ w))] for q in queries
+            if q.style == "rare" and len(q.ids)]
+    return float(np.mean(rows)) if rows else 1.0
+
+
 def ranking(queries: list[Query], rule: matching.Rule) -> float:
     """The mean over stores of (recall@1 + recall@5) / 2, on-topic queries."""
     per: dict[str, list[float]] = {}
@@ -268,7 +283,7 @@ def _worst(fig: dict[str, dict[str, float]], key: str, low: bool = True) -> floa
 def grid(base: matching.Rule) -> Iterator[matching.Rule]:
     for text, title, share, all_title, rare, gap in itertools.product(
             (0.0, 0.1, 0.25), (0.0, 0.1), (0.0, 0.1, 0.2, 0.3), (0.0, 0.1, 0.2, 0.3, 0.5),
-            (0.0, 0.1, 0.2, 0.3), (0.0, 0.2, 0.4)):
+            (0.0, 0.1, 0.2, 0.3, 0.5, 1.0), (0.0, 0.2, 0.4)):
         yield dataclasses.replace(base, text=text, title=title, share=share,
                                   all_title=all_title, rare_full=rare, gap=gap)
 
@@ -307,12 +322,13 @@ def fit_relevance(queries: list[Query], base: matching.Rule, cases: list[Query],
         rules = [dataclasses.replace(r, text=1.0, gap=0.0) for r in rules if r.gap == 0.0]
     quality = {r: ranking(queries, r) for r in rules}
     best_rank = max(quality.values())
-    chosen: tuple[tuple[float, float, float], matching.Rule] | None = None
+    chosen: tuple[tuple[float, float, float, float], matching.Rule] | None = None
     for rule in rules:
         if quality[rule] < best_rank - RANK_SLACK:
             continue
         boundary, rejected = fit_boundary(queries, rule)
-        key = (min(rejected.values()), float(np.mean(list(rejected.values()))), quality[rule])
+        key = (rare_first(queries, rule), min(rejected.values()),
+               float(np.mean(list(rejected.values()))), quality[rule])
         fitted = dataclasses.replace(rule, boundary=round(boundary, 4))
         # the contract's relevance: scenarios 1-3 relevant, scenario 4 not
         relevant = [relevance_of(q, fitted) >= fitted.boundary for q in cases]

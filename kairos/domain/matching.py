@@ -9,18 +9,21 @@ weight (``scoring.text_evidence``); and its **lexical** evidence (``domain.lexic
        z = dense + text·TEXT + title share·TITLE + share·SHARE
              + ALL_TITLE (every word in the title) + RARE_FULL (every word, one rare)
 
-2. **Relevance** decides whether anything is relevant, from the strongest candidate and
-   the store, with evidence that transfers across store sizes and query lengths::
+2. **Relevance** decides whether anything is relevant, from the candidates and the
+   store, with evidence that transfers across store sizes and query lengths::
 
-       ρ = z_top + GAP·(best cosine − background) − SPREAD·m(N)
+       ρ = max over candidates of (max(0, dense − SPREAD·m(N)) + lexical)
+           + GAP·(best cosine − background)
 
-   The background is the query's 10th best cosine in the searched store (its cosine to
-   documents about something else); ``SPREAD·m(N)`` is how far the best of N unrelated
-   documents lies above their mean: m(N) is the expected maximum of N standard normal
-   draws (``expected_max``: 0 for one document, 2.25 for 50, 3.7 for 5,000) and SPREAD
-   the typical spread of a query's cosines over a store, so a store of 50,000 documents
-   asks more of the best cosine than one of 50. A query whose words are all noise
-   (``lexical.is_noise``) is relevant to nothing.
+   where ``dense`` and ``lexical`` are the two parts of a candidate's strength
+   (``parts``). ``SPREAD·m(N)`` is how far the best of N unrelated documents' cosines
+   lies above their mean: m(N) is the expected maximum of N standard normal draws
+   (``expected_max``: 0 for one document, 2.25 for 50, 3.7 for 5,000) and SPREAD the
+   typical spread of a query's cosines over a store, so a store of 50,000 documents asks
+   more of a cosine than one of 50; the lexical part needs no such correction (a rare
+   word is rare whatever the size). The background is the query's 10th best cosine in
+   the store (its cosine to documents about something else). A query whose words are all
+   noise (``lexical.is_noise``) is relevant to nothing.
 
 3. **Scores and matches**: the strongest candidate scores the relevance's confidence,
    ``sigmoid(logit(anchor) + SLOPE·(ρ − BOUNDARY))``: the anchor (0.30 for kairos_search)
@@ -42,7 +45,7 @@ team's 48 protocols, the 4,613 tldr pages, 60 knowledge entries) in five query s
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from statistics import NormalDist
 
@@ -50,8 +53,8 @@ from . import scoring
 from .lexical import Lexical
 
 __all__ = ["HYBRID", "MAX_SCORE", "NOISE_LOGITS", "TEXT_ONLY", "Candidate", "Context",
-           "Evidence", "Outcomes", "Rule", "Scored", "expected_max", "relevance", "score",
-           "strength", "why"]
+           "Evidence", "Outcomes", "Rule", "Scored", "expected_max", "parts", "relevance",
+           "score", "strength", "why"]
 
 #: The rank of the background cosine: the query's 10th best cosine in the store.
 BACKGROUND_RANK = 10
@@ -75,10 +78,10 @@ class Rule:
 
 
 #: Fitted by ``bench/fit_match.py`` on the tuning halves (``bench/README.md``, "What agents
-#: send"). The strength's text weight came out 0: with vectors, the lexical evidence says
-#: what the BM25 share would.
-HYBRID = Rule(text=0.0, title=0.10, share=0.10, all_title=0.10, rare_full=0.30, gap=0.40,
-              spread=0.086, boundary=0.1746, slope=8.5, margin=0.10, margin_slope=30.0)
+#: send"). The strength's text and title-share weights came out 0: with vectors, the
+#: lexical evidence (the share of the query's words, every word in the title) says it.
+HYBRID = Rule(text=0.0, title=0.0, share=0.20, all_title=0.20, rare_full=0.20, gap=0.40,
+              spread=0.086, boundary=0.1827, slope=8.25, margin=0.12, margin_slope=30.0)
 #: Without vectors (embedder ``none``, or a remote provider down): text and lexical
 #: evidence alone, fitted the same way on the same evidence without its dense part.
 TEXT_ONLY = Rule(text=1.0, title=0.0, share=0.20, all_title=0.0, rare_full=0.0, gap=0.0,
@@ -130,20 +133,31 @@ class Scored:
         return replace(self, score=final, boost=final - self.score)
 
 
-def strength(e: Evidence, rule: Rule) -> float:
+def parts(e: Evidence, rule: Rule) -> tuple[float, float]:
+    """A candidate's strength in two parts: what its vectors and its text share say, and
+    what its lexical evidence says."""
     lex = e.lexical
-    return ((e.dense or 0.0) + (e.text or 0.0) * rule.text + lex.title_share * rule.title
-            + lex.share * rule.share + rule.all_title * lex.all_title
-            + rule.rare_full * lex.rare_full)
+    return ((e.dense or 0.0) + (e.text or 0.0) * rule.text,
+            lex.title_share * rule.title + lex.share * rule.share
+            + rule.all_title * lex.all_title + rule.rare_full * lex.rare_full)
 
 
-def relevance(z_top: float, best_dense: float | None, background: float | None,
-              n_docs: int, rule: Rule) -> float:
-    """ρ of a query whose strongest candidate has strength ``z_top``; ``best_dense`` and
+def strength(e: Evidence, rule: Rule) -> float:
+    dense, lexical = parts(e, rule)
+    return dense + lexical
+
+
+def relevance(candidates: Iterable[tuple[float, float]], best_dense: float | None,
+              background: float | None, n_docs: int, rule: Rule) -> float:
+    """ρ of a query whose candidates' strengths are in ``parts``; ``best_dense`` and
     ``background`` are the query's best and ``BACKGROUND_RANK``-th best cosine in the
-    store of ``n_docs`` documents (None without vectors)."""
+    store of ``n_docs`` documents (None without vectors). The chance term lowers what the
+    vectors say, never below nothing: a rare word found is evidence whatever the size."""
     gap = 0.0 if best_dense is None or background is None else best_dense - background
-    return z_top + rule.gap * gap - rule.spread * expected_max(n_docs)
+    chance = rule.spread * expected_max(n_docs)
+    best = max((max(0.0, dense - chance) + lexical for dense, lexical in candidates),
+               default=0.0)
+    return best + rule.gap * gap
 
 
 def expected_max(n: int) -> float:
@@ -195,9 +209,10 @@ def score(candidates: Sequence[Candidate], context: Context) -> list[Scored]:
     if not candidates:
         return []
     rule = context.rule
-    z = [strength(c.evidence, rule) for c in candidates]
+    split = [parts(c.evidence, rule) for c in candidates]
+    z = [dense + lexical for dense, lexical in split]
     z_top = max(z)
-    rho = relevance(z_top, context.best_dense, context.background, context.n_docs, rule)
+    rho = relevance(split, context.best_dense, context.background, context.n_docs, rule)
     confidence = context.confidence(rho)
     out = []
     for c, zi in zip(candidates, z, strict=True):

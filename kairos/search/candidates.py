@@ -63,26 +63,25 @@ def score(conn: Connection, query: str, kind: str, dense: Mapping[int, float],
     titles: dict[int, str] = {}
     kinds: dict[int, str] = {}
     _read(conn, pool, asked, lex, titles, kinds)
-    strength = {rid: p + _lexical_part(lex.get(rid, none), rule) for rid, p in partial.items()}
+    lexical = {rid: _lexical_part(lex.get(rid, none), rule) for rid in partial}
     cosines = sorted(dense.values(), reverse=True)
     context = matching.Context(
         rule, cosines[0] if cosines else None,
         cosines[min(matching.BACKGROUND_RANK, len(cosines)) - 1] if len(cosines) > 1 else None,
         n_docs, terms is not None and all(is_noise(w) for w in terms.words))
     anchor = scoring.anchor(kind, text_only=rule is matching.TEXT_ONLY)
-    kept = set(heapq.nlargest(CANDIDATES, strength, key=strength.__getitem__))
+    kept = set(heapq.nlargest(CANDIDATES, partial,
+                              key=lambda r: partial[r] + lexical[r]))
     if floor is not None:
-        reach = _reach(strength, context, anchor, floor - (scoring.MAX_OUTCOME_BOOST
-                                                           if boosts else 0.0))
+        lowest = floor - (scoring.MAX_OUTCOME_BOOST if boosts else 0.0)
+        reach = _reach(partial, lexical, context, anchor, lowest)
         most = rule.title + rule.share + rule.all_title + rule.rare_full
-        unread = [r for r in matched if r not in pool and strength[r] + most >= reach]
-        extra = set(heapq.nlargest(EXTRA_LEXICAL, unread, key=strength.__getitem__))
+        unread = [r for r in matched if r not in pool and partial[r] + most >= reach]
+        extra = set(heapq.nlargest(EXTRA_LEXICAL, unread, key=partial.__getitem__))
         _read(conn, extra, asked, lex, titles, kinds)
-        for rid in extra:
-            strength[rid] = partial[rid] + _lexical_part(lex.get(rid, none), rule)
-        reach = _reach(strength, context, anchor, floor - (scoring.MAX_OUTCOME_BOOST
-                                                           if boosts else 0.0))
-        kept |= {rid for rid, z in strength.items() if z >= reach}
+        lexical.update({rid: _lexical_part(lex.get(rid, none), rule) for rid in extra})
+        reach = _reach(partial, lexical, context, anchor, lowest)
+        kept |= {rid for rid in partial if partial[rid] + lexical[rid] >= reach}
     _read(conn, {rid for rid in kept if rid not in titles}, None, lex, titles, kinds)
     kept = {rid for rid in kept if rid in titles}  # a record deleted since
     evidence = {rid: matching.Evidence(dense.get(rid), None if text is None else
@@ -97,19 +96,18 @@ def score(conn: Connection, query: str, kind: str, dense: Mapping[int, float],
 
 
 def _lexical_part(lex: Lexical, rule: matching.Rule) -> float:
-    """The lexical terms of ``matching.strength``."""
-    return (lex.title_share * rule.title + lex.share * rule.share
-            + rule.all_title * lex.all_title + rule.rare_full * lex.rare_full)
+    """The lexical part of ``matching.parts``."""
+    return matching.parts(matching.Evidence(None, None, lex), rule)[1]
 
 
-def _reach(strength: Mapping[int, float], context: matching.Context, anchor: float,
-           floor: float) -> float:
+def _reach(partial: Mapping[int, float], lexical: Mapping[int, float],
+           context: matching.Context, anchor: float, floor: float) -> float:
     """The least strength that can score ``floor`` (minus infinity for a floor of 0)."""
-    if floor <= 0.0 or not strength:
+    if floor <= 0.0 or not partial:
         return -float("inf")
-    z_top = max(strength.values())
-    rho = matching.relevance(z_top, context.best_dense, context.background,
-                             context.n_docs, context.rule)
+    z_top = max(partial[r] + lexical[r] for r in partial)
+    rho = matching.relevance(((partial[r], lexical[r]) for r in partial), context.best_dense,
+                             context.background, context.n_docs, context.rule)
     distance = context.reach(rho, anchor, min(floor, matching.MAX_SCORE))
     return z_top - distance if distance >= 0 else float("inf")
 

@@ -47,11 +47,21 @@ def test_candidates_close_to_a_relevant_top_are_shown_and_far_ones_are_not() -> 
     assert found[0].match and found[1].match and not found[2].match
     assert found[0].score >= found[1].score > found[2].score
     # at the boundary the strongest scores the anchor: the threshold means the boundary
-    z_top = found[0].strength
     at_boundary = Context(HYBRID, None, None, 1)
-    rho = matching.relevance(z_top, None, None, 1, HYBRID)
     assert math.isclose(at_boundary.confidence(HYBRID.boundary), 0.0)
-    assert rho > HYBRID.boundary
+    assert found[0].relevance > HYBRID.boundary
+
+
+def test_a_rare_word_found_is_evidence_whatever_the_store_size() -> None:
+    """The chance term lowers what the cosines say, not the lexical evidence: a record
+    holding the query's one rare word is relevant in a large store even when the model
+    has no cosine for the word."""
+    rare = Lexical(0.0, 1.0, 1.0, 1)
+    for n_docs in (48, 5_000, 50_000):
+        found = matching.score([Candidate(Evidence(0.0, 0.3, rare), ANCHOR),
+                                Candidate(Evidence(0.30, 0.0, Lexical(informative=1)), ANCHOR)],
+                               Context(HYBRID, 0.30, 0.25, n_docs))
+        assert found[0].match and found[0].score >= found[1].score, n_docs
 
 
 def test_a_query_of_noise_matches_nothing_even_with_a_close_cosine() -> None:
