@@ -118,6 +118,8 @@ class Words:
     weights: tuple[float, ...]
     rarities: tuple[float, ...]
     total: float
+    #: A text's words that start like one of the stems (the only ones worth stemming).
+    starts: re.Pattern[str] = re.compile(r"(?!)")
 
     @property
     def informative(self) -> int:
@@ -125,14 +127,12 @@ class Words:
 
     def holds(self, title: str, rest: str) -> tuple[int, int]:
         """(title bits, anywhere bits): bit i set when ``title`` (``title`` or ``rest``)
-        holds word i, compared by ``stem``. Only a text's words that start like one of
-        the query's are stemmed."""
-        heads = {s[:3] for s in self.stems}
+        holds word i, compared by ``stem``."""
         wanted = set(self.stems)
 
         def found(text: str) -> set[str]:
-            return {st for w in set(_WORD.findall(text.lower()))
-                    if w[:3] in heads and (st := stem(w)) in wanted}
+            return {st for w in set(self.starts.findall(text.lower()))
+                    if (st := stem(w)) in wanted}
 
         in_title = found(title)
         anywhere = in_title | found(rest[:MAX_TEXT_CHARS])
@@ -163,5 +163,9 @@ def words(query_words: Sequence[str], counts: Sequence[int], n_docs: int) -> Wor
     word's document count among ``n_docs``."""
     kept = [(w, c) for w, c in zip(query_words, counts, strict=True) if not is_noise(w)]
     weights = tuple(fts5_idf(n_docs, c) for _, c in kept)
-    return Words(tuple(stem(w) for w, _ in kept), weights,
-                 tuple(rarity(n_docs, c) for _, c in kept), sum(weights))
+    stems = tuple(stem(w) for w, _ in kept)
+    heads = sorted({re.escape(s[:3]) for s in stems})
+    starts = re.compile(r"(?<![^\W_])(?:" + "|".join(heads) + r")[^\W_]*") if heads else (
+        re.compile(r"(?!)"))
+    return Words(stems, weights, tuple(rarity(n_docs, c) for _, c in kept), sum(weights),
+                 starts)

@@ -35,7 +35,7 @@ EXTRA_LEXICAL = 2_000
 
 
 @dataclass(frozen=True)
-class Scored:
+class Found:
     """The scored candidates of one query: their evidence, kinds and titles, scores, and
     the scoring context."""
 
@@ -48,7 +48,7 @@ class Scored:
 
 def score(conn: Connection, query: str, kind: str, dense: Mapping[int, float],
           text: Mapping[int, float] | None, terms: Terms | None, n_docs: int,
-          floor: float | None, boosts: bool) -> Scored:
+          floor: float | None, boosts: bool) -> Found:
     """The candidates of one kind of record (``kind``: one of them) worth scoring, scored."""
     rule = matching.HYBRID if dense else matching.TEXT_ONLY
     texts = text or {}
@@ -63,7 +63,8 @@ def score(conn: Connection, query: str, kind: str, dense: Mapping[int, float],
     titles: dict[int, str] = {}
     kinds: dict[int, str] = {}
     _read(conn, pool, asked, lex, titles, kinds)
-    lexical = {rid: _lexical_part(lex.get(rid, none), rule) for rid in partial}
+    nothing = _lexical_part(none, rule)
+    lexical = {rid: _lexical_part(lex[rid], rule) if rid in lex else nothing for rid in partial}
     cosines = sorted(dense.values(), reverse=True)
     context = matching.Context(
         rule, cosines[0] if cosines else None,
@@ -92,7 +93,7 @@ def score(conn: Connection, query: str, kind: str, dense: Mapping[int, float],
     found = matching.score([matching.Candidate(evidence[r], anchor,
                                                _is_title(titles[r], asked_title))
                             for r in order], context)
-    return Scored(evidence, kinds, titles, dict(zip(order, found, strict=True)), context)
+    return Found(evidence, kinds, titles, dict(zip(order, found, strict=True)), context)
 
 
 def _lexical_part(lex: Lexical, rule: matching.Rule) -> float:

@@ -3,7 +3,8 @@ example request of that protocol, in its space, searched like an author trigger.
 
 * **Leads.** Every kairos_search remembers, for ``LEAD_MINUTES``, its query, the query's
   vector and the engine's ``LEAD_TOP`` best protocols (matches or not), per space and
-  caller (``note``; written by a worker thread, so a search never waits on a write).
+  caller (``note``; written by a worker thread, so a search never waits on a write; at
+  most ``MAX_WAITING`` wait at once).
 * **Learning.** When a run ends in a proven success (``learn``, called in the transaction
   that records the outcome), the caller's searches made before the run began, since
   their previous run and within ``LEAD_MINUTES``, that had the protocol among their best
@@ -44,6 +45,9 @@ if TYPE_CHECKING:
 
 LEAD_MINUTES = 30
 LEAD_TOP = 10
+#: Searches waiting to be remembered at most: beyond, a search is not remembered (a busy
+#: server keeps answering; it only learns less).
+MAX_WAITING = 256
 LEARN_PER_RUN = 3
 SAME = 0.97
 _log = logging.getLogger(__name__)
@@ -80,6 +84,8 @@ class Learning:
                "model_id": None if vector is None else self.search.embedder.model_id}
         with self._lock:
             self._pending = [f for f in self._pending if not f.done()]
+            if len(self._pending) >= MAX_WAITING:
+                return
             with suppress(RuntimeError):  # shut down: the process is stopping
                 self._pending.append(self._writer.submit(self._write_lead, row))
 

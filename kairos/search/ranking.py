@@ -152,7 +152,12 @@ class Ranker:
             terms = None if matches is None else matches.terms
             if not kinds or (not dense and not text):
                 return Ranked([], mode, degraded, search.hint(degraded), qvec, terms)
-            n_docs = terms.n_scope if terms is not None else _count(conn, space, kinds)
+            n_docs = terms.n_scope if terms is not None else None
+            if n_docs is None and qvec is not None:
+                n_docs = self.store.vector_index.size(conn, space=space, kinds=kinds,
+                                                      model_id=model_id)
+            if n_docs is None:
+                n_docs = _count(conn, space, kinds)
             found = candidates.score(conn, query, kinds[0], dense, text, terms, n_docs,
                                      floor, boosts)
             rows = self._rows(conn, found.scores, filters, exclude, boosts)

@@ -28,7 +28,7 @@ class Terms:
     words: tuple[str, ...]
     counts: tuple[int, ...]
     n_docs: int
-    n_scope: int = 0  # the documents of the searched space and kinds
+    n_scope: int | None = None  # the documents of the searched space and kinds, if counted
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,17 +121,12 @@ class SqliteFts:
             return None
         if not kinds:
             return TextMatches({}, _none)
-        # The documents, the space's documents of these kinds, and each term's documents,
-        # in one statement.
-        kinds_sql = _kinds(kinds)
+        # The documents, and each term's documents, in one statement.
         counts = conn.exec_driver_sql(
-            "SELECT (SELECT count(*) FROM search_docs), (SELECT count(*) FROM search_docs "
-            f"WHERE space = ? AND kind IN ({kinds_sql}))"
-            + ", (SELECT count(*) FROM search_fts WHERE search_fts MATCH ?)" * len(terms),
-            (space, *(fts5_match([t]) for t in terms))).one()
-        ceiling = scoring.bm25_ceiling(scoring.fts5_idf(counts[0], n) for n in counts[2:])
-        stats = Terms(tuple(terms), tuple(int(n) for n in counts[2:]), int(counts[0]),
-                      int(counts[1]))
+            "SELECT (SELECT count(*) FROM search_docs)" + ", (SELECT count(*) FROM search_fts "
+            "WHERE search_fts MATCH ?)" * len(terms), tuple(fts5_match([t]) for t in terms)).one()
+        ceiling = scoring.bm25_ceiling(scoring.fts5_idf(counts[0], n) for n in counts[1:])
+        stats = Terms(tuple(terms), tuple(int(n) for n in counts[1:]), int(counts[0]))
 
         def evidence(rows: Iterable[tuple[int, float]]) -> dict[int, float]:
             pairs = np.array(list(rows), dtype=np.float64).reshape(-1, 2)

@@ -51,6 +51,12 @@ class VectorIndex(Protocol):
         """The score of each given document that has vectors of ``model_id``."""
         ...
 
+    def size(self, conn: Connection, *, space: str, kinds: Sequence[str],
+             model_id: str) -> int | None:
+        """How many documents of the space and kinds have vectors of ``model_id`` (None:
+        not known without counting)."""
+        ...
+
 
 def _combine(cosines: np.ndarray, seq: int | None) -> float:
     """A document's score from its cosines in seq order."""
@@ -234,6 +240,12 @@ class MemoryVectorIndex:
                      if (m := rows.get(rid)) is not None}
         return {rid: _combine(m @ query, seq) for rid, m in found.items()}
 
+    def size(self, conn: Connection, *, space: str, kinds: Sequence[str],
+             model_id: str) -> int | None:
+        with self._lock:
+            self._load(conn, model_id)
+            return sum(len(m[0]) for k in kinds if (m := self._matrix((space, k))) is not None)
+
 
 def _literal(vector: np.ndarray) -> str:
     values = np.asarray(vector, dtype=np.float32).tolist()
@@ -308,6 +320,10 @@ class PgVectorIndex:
         ordered = sorted(found.items(), key=lambda kv: -kv[1])[:limit]
         return (np.array([r for r, _ in ordered], dtype=np.int64),
                 np.array([c for _, c in ordered], dtype=np.float32))
+
+    def size(self, conn: Connection, *, space: str, kinds: Sequence[str],
+             model_id: str) -> int | None:
+        return None
 
     def scores(self, conn: Connection, query: np.ndarray, rids: Sequence[int], *,
                model_id: str, seq: int | None = None) -> dict[int, float]:
