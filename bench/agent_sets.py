@@ -2,7 +2,8 @@
 styles"), and the three stores they are asked of, each built through the real engine:
 
 * **team**: the 48 protocols of ``bench/data/team/*.md`` (ops, development, support),
-  minted as ``kairos mint DIR`` does; queries ``team_queries.jsonl``;
+  minted as ``kairos mint DIR`` does; queries ``team_queries.jsonl``; **team-triggers**
+  is the same store with two author triggers per protocol (``team_triggers.json``);
 * **tldr**: the 4,613 tldr ``common`` pages minted with their descriptions (as
   ``requests_eval.py``); queries ``tldr_queries.jsonl`` and ``requests.jsonl``;
 * **entries**: the 40 experiences and 20 manuals of ``entries.jsonl``, written through
@@ -33,7 +34,7 @@ from kairos.service import Kairos
 
 DATA = Path(__file__).resolve().parent / "data"
 STYLES = ("keyword", "intent", "request", "rare", "off_topic")
-PROTOCOL_STORES = ("team", "tldr")
+PROTOCOL_STORES = ("team", "team-triggers", "tldr")
 
 
 @dataclass
@@ -100,22 +101,42 @@ def open_store(name: str, root: Path, model: LocalEmbedder, split: str,
                console: Console) -> Store:
     """The store ``name`` under ``root``, built there first when it is not yet."""
     builders: dict[str, Callable[..., Store]] = {
-        "team": _team, "tldr": _tldr, "entries": _entries}
+        "team": _team, "team-triggers": _team_triggers, "tldr": _tldr, "entries": _entries}
     return builders[name](root, model, split, console)
 
 
-def _team(root: Path, model: LocalEmbedder, split: str, console: Console) -> Store:
-    home, built = _home(root, "team")
+def with_triggers(doc: str, triggers: dict[str, list[str]]) -> str:
+    """A team document with each protocol's author triggers as front matter."""
+    out = []
+    for line in doc.splitlines():
+        title = line[2:].strip() if line.startswith("# ") else None
+        if title in triggers:
+            out += ["---", "triggers:", *(f"  - {json.dumps(t)}" for t in triggers[title]),
+                    "---"]
+        out.append(line)
+    return "\n".join(out) + "\n"
+
+
+def _team(root: Path, model: LocalEmbedder, split: str, console: Console,
+          name: str = "team", triggers: dict[str, list[str]] | None = None) -> Store:
+    home, built = _home(root, name)
     k = open_kairos(home, model)
     drafts = team_documents()
     if not built:
-        docs = [p.read_text("utf-8") for p in sorted((DATA / "team").glob("*.md"))]
+        docs = [with_triggers(p.read_text("utf-8"), triggers or {})
+                for p in sorted((DATA / "team").glob("*.md"))]
         for result in k.mint_many(docs):
             if not isinstance(result, dict):
                 raise SystemExit(f"team store: a document was refused: {result}")
     id_of = {d.title: d.title for d in drafts}
-    return Store("team", k, {d.title: team_plain(d) for d in drafts}, id_of,
+    return Store(name, k, {d.title: team_plain(d) for d in drafts}, id_of,
                  queries("team", split), ("protocol",))
+
+
+def _team_triggers(root: Path, model: LocalEmbedder, split: str, console: Console) -> Store:
+    """The team store, each protocol with two author triggers (``team_triggers.json``)."""
+    triggers = json.loads((DATA / "team_triggers.json").read_text("utf-8"))
+    return _team(root, model, split, console, "team-triggers", triggers)
 
 
 def _tldr(root: Path, model: LocalEmbedder, split: str, console: Console) -> Store:
