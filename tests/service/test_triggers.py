@@ -92,15 +92,15 @@ def test_author_triggers_are_searched_as_vectors_of_their_protocol(k: Kairos) ->
     assert top["evidence"]["dense"] == pytest.approx(1.0, abs=1e-3)  # the best of its vectors
 
 
-def test_a_dump_shows_the_triggers_and_mints_back_with_them(k: Kairos, home: Path) -> None:
+def test_a_dump_shows_the_triggers_and_mints_back_with_them(k: Kairos) -> None:
     uri = k.search("production outage")["choices"][0]["uri"]
     dumped = k.dump(uri, protocol=True)
     assert dumped["triggers"] == ["the site is down", "customers get errors on every page"]
     assert dumped["markdown_doc"].startswith('---\ntriggers:\n  - "the site is down"\n')
-    again = make_kairos(home / "other")
-    item = again.mint(dumped["markdown_doc"])["items"][0]
-    assert again.dump(item["uri"], protocol=True)["triggers"] == dumped["triggers"]
-    assert again.triggers(item["uri"])["triggers"] == dumped["triggers"]
+    other = Caller(space="another-team")
+    item = k.mint(dumped["markdown_doc"], other)["items"][0]
+    assert k.dump(item["uri"], other, protocol=True)["triggers"] == dumped["triggers"]
+    assert k.triggers(item["uri"], other)["triggers"] == dumped["triggers"]
 
 
 def test_a_proven_success_teaches_the_query_that_led_to_it(k: Kairos) -> None:
