@@ -11,7 +11,7 @@ included); a refused entry is an error in the data. Reported: recall@1 / recall@
 of the labelled requests (ranked with min_score 0), the share of title-level requests whose
 entry clears the default min_score, and the share of off-topic requests with no result at
 the default min_score. ``--evidence`` writes each request's candidates with the engine's
-raw evidence ([entry id, dense, text] per hit) for bench/calibrate.py. The requests were
+raw evidence ([entry id, dense, text] per hit). The requests were
 split once with a fixed seed (bench/data/check_entries.py checks it).
 """
 
@@ -82,7 +82,7 @@ def main() -> None:
     parser.add_argument("--json", type=Path, default=None, help="also write the figures here")
     parser.add_argument("--evidence", type=Path, default=None,
                         help="write each request's candidates with the engine's raw evidence "
-                             "(dense, text) here, for bench/calibrate.py")
+                             "(dense, text) here")
     args = parser.parse_args()
 
     console = Console(stderr=True)

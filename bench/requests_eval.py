@@ -88,7 +88,7 @@ def main() -> None:
                              "started `kairos mcp` (stdio, official MCP client), at once")
     parser.add_argument("--evidence", type=Path, default=None,
                         help="write each request's candidates with the engine's raw evidence "
-                             "(dense, text) here, for bench/calibrate.py")
+                             "(dense, text) here")
     parser.add_argument("--no-description", action="store_true",
                         help="mint the pages without their description")
     args = parser.parse_args()

@@ -119,7 +119,27 @@ class ProtocolDump(Documented):
     tags: list[str]
     step_count: int
     steps: list[StepRef]
+    triggers: list[str] = Field(description="Author triggers (the front matter's).")
+    learned_triggers: list[str] = Field(description="Learned triggers, most recent first.")
     markdown_doc: str
+
+
+class LearnedTrigger(Documented):
+    id: str
+    text: str = Field(description="The query that led to proven successful runs.")
+    runs: int = Field(description="Proven successful runs it led to.")
+    created_at: str
+    last_seen: str
+
+
+class TriggerList(Documented):
+    uri: str
+    chain_label: str
+    triggers: list[str] = Field(description="Author triggers (the front matter's).")
+    learned: list[LearnedTrigger]
+    learned_limit: int = Field(description="Learned triggers kept at most; the least "
+                                           "recently used go first.")
+    removed: int | None = Field(None, description="Learned triggers just removed.")
 
 
 class ItemResult(Documented):
@@ -256,7 +276,20 @@ class EntryHit(Documented):
     rank: int
 
 
+class Explained(Documented):
+    """``explain: true``: the best candidates, each with its evidence (dense cosine, per
+    kind of vector, text, lexical evidence, strength, outcome boost) and why it is or is
+    not a result; and the query's relevance per kind of record."""
+
+    query: str
+    search_mode: str
+    threshold: float
+    relevance: dict[str, Any]
+    candidates: list[dict[str, Any]]
+
+
 class UnifiedResult(Documented):
+    explain: Explained | None = None
     results: list[EntryHit]
     count: int
     total: int

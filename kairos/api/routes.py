@@ -122,6 +122,26 @@ def dump(step_id: StepId, c: C, protocol: bool = False) -> JSONResponse:
     return answer(c.kairos.dump(URI_PREFIX + step_id, c.caller, protocol=protocol))
 
 
+@protocols.get("/protocols/{step_id:uuid_text}/triggers",
+               summary="A protocol's author triggers and learned triggers",
+               **o.ok(o.TriggerList))
+def triggers(step_id: StepId, c: C) -> JSONResponse:
+    return answer(c.kairos.triggers(URI_PREFIX + step_id, c.caller))
+
+
+@protocols.delete("/protocols/{step_id:uuid_text}/triggers",
+                  summary="Remove every learned trigger of a protocol", **o.ok(o.TriggerList))
+def forget_triggers(step_id: StepId, c: C) -> JSONResponse:
+    return answer(c.kairos.forget_triggers(URI_PREFIX + step_id, None, c.caller))
+
+
+@protocols.delete("/protocols/{step_id:uuid_text}/triggers/{trigger_id:uuid_text}",
+                  summary="Remove one learned trigger of a protocol", **o.ok(o.TriggerList))
+def forget_trigger(step_id: StepId, c: C, trigger_id: Annotated[str, Path(
+        description="A learned trigger's id.", json_schema_extra=_UUID)]) -> JSONResponse:
+    return answer(c.kairos.forget_triggers(URI_PREFIX + step_id, [trigger_id], c.caller))
+
+
 # --- runs --------------------------------------------------------------------------------
 
 @runs.post("/begin", summary="kairos_begin: start a run", **o.ok(o.StepResult))

@@ -642,12 +642,25 @@ def search(
                                          help="What you want done, in a few words.")],
     limit: Annotated[int | None, typer.Option(metavar="N",
                                               help="Maximum number of matches.")] = None,
+    explain: Annotated[bool, typer.Option(
+        "--explain", help="Show each candidate's evidence and why it is a match or not.")
+    ] = False,
     as_json: JsonFlag = False,
 ) -> None:
     """Find protocols for a request (kairos_search).
 
     Prints one line per choice: role, score, URI, title; the message goes to stderr."""
     _json_mode(as_json)
+    if explain:
+        from .explain import show_explain
+
+        with _using() as k:
+            explained = k.explain_search(query, _caller(k), limit=limit)
+        if as_json:
+            out.as_json(explained)
+        else:
+            show_explain(explained)
+        return
     with _using() as k:
         result = k.search(query, _caller(k), limit=limit, notice=True)
     if as_json:
@@ -1036,6 +1049,8 @@ def doctor(
     if problems:
         raise CliError(f"{len(problems)} problem(s): " + "; ".join(problems))
 
+
+from . import explain as _explain  # noqa: E402, F401  (registers `kairos triggers`)
 
 if __name__ == "__main__":  # pragma: no cover
     app()

@@ -65,6 +65,9 @@ SEARCH_LIMIT = 25  # results per search page (seed 002: small pages for LLM cont
 SEARCH_DEFAULT = 10  # results per search page when none is asked for
 SNIPPET_MIN, SNIPPET_DEFAULT, SNIPPET_MAX = 80, 320, 640  # characters of a snippet
 SHELL_TIMEOUT_MAX_SECONDS = 86_400
+TRIGGERS = 20  # author triggers of one protocol (its front matter's ``triggers:``)
+TRIGGER_CHARS = 200  # one trigger, author's or learned
+LEARNED_TRIGGERS = 10  # learned triggers kept per protocol (the least recently used go)
 
 _current = Limits()
 

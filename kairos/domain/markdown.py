@@ -14,6 +14,7 @@ from collections import Counter
 from dataclasses import dataclass, field, fields
 
 from . import limits
+from . import triggers as front
 from .challenge import (
     Challenge,
     challenge_from_json,
@@ -52,6 +53,7 @@ class ProtocolDraft:
     steps: tuple[StepDraft, ...]
     intro: str = ""
     line: int = 1
+    triggers: tuple[str, ...] = ()  # the front matter's (``domain.triggers``)
 
     @property
     def tags(self) -> list[str]:
@@ -158,6 +160,14 @@ def check_text(doc: str) -> None:
                       "which is not text.", at, "text without NUL characters")
 
 
+def _fenced(found: Outline, count: int) -> list[bool]:
+    """Which of ``count`` lines lie in a fenced code block of the outline."""
+    fenced = [False] * count
+    for fence in found.fences:
+        fenced[fence.start:fence.end] = [True] * (min(fence.end, count) - fence.start)
+    return fenced
+
+
 def parse(doc: str) -> list[ProtocolDraft]:
     """Parse a markdown document into protocols; raises MarkdownError naming the line.
 
@@ -168,6 +178,9 @@ def parse(doc: str) -> list[ProtocolDraft]:
     lim = limits.current()
     lines = text_of(doc)
     found = outline(lines)
+    lines, triggers_at = front.split_front_matter(lines, _fenced(found, len(lines)))
+    if triggers_at:  # the front matter's lines are blank now: read what is left
+        found = outline(lines)
     shape = _Shape(found)
     heads = found.headings  # (index, level, text)
     if not heads:
@@ -219,7 +232,8 @@ def parse(doc: str) -> list[ProtocolDraft]:
             challenge = read_challenge((hidx + 1, step_bounds[si + 1]), shape, lines)
             drafts.append(StepDraft(label, _body(lines[hidx + 1 : step_bounds[si + 1]]),
                                     challenge))
-        protocols.append(ProtocolDraft(title, tuple(drafts), intro, start + 1))
+        protocols.append(ProtocolDraft(title, tuple(drafts), intro, start + 1,
+                                       triggers_at.get(start, ())))
     return protocols
 
 
@@ -238,7 +252,7 @@ def parse_within(doc: str, lim: limits.Limits) -> list[ProtocolDraft]:
 
 def render(protocol: ProtocolDraft) -> str:
     """Markdown that parses back to ``protocol``."""
-    parts = [f"# {protocol.title}"]
+    parts = ["\n".join([*front.front_matter(protocol.triggers), f"# {protocol.title}"])]
     if protocol.intro:
         parts.append(protocol.intro)
     for step in protocol.steps:

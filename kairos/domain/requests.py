@@ -211,6 +211,8 @@ class SearchEntries(Request):
     downrank_viewed: bool | None = Field(None, description="Down-rank entries this session "
                                                            "saw (default true).")
     session_id: SessionId | None = None
+    explain: bool | None = Field(None, description="Also explain the best candidates: each "
+                                 "one's evidence and why it is or is not a result.")
 
 
 class ReadEntries(Request):

@@ -1,9 +1,8 @@
-"""One calibrated relevance score in [0, 1] from dense and full-text evidence.
-
-Evidence:
+"""The evidence a search score is made of, and the bounds around it.
 
 * **dense**: the best cosine between the query and a record's vectors
-  (``doctext.document``): the text that says most of what was asked decides.
+  (``doctext.document``, author and learned triggers included): the text that says most of
+  what was asked decides.
 * **text**: SQLite FTS5 ``bm25()`` over the three columns of ``doctext`` divided by the
   largest value bm25 could reach for that query (every term saturated):
   ``sum(idf(t) * (k1 + 1))``. Raw bm25 grows with the number and rarity of query words and
@@ -11,27 +10,13 @@ Evidence:
   in [0, 1), comparable across queries and stores. Words the store has never seen count in
   the ceiling with the largest IDF, so gibberish in a query lowers every text score.
 
-Calibration, per mode (both evidences, vectors only, text only), with the mode's evidence
-``z`` (hybrid: ``dense + 0.25 * text``; vector: ``dense``; text: ``text``)::
-
-    score = sigmoid(a * (z - z_star) + logit(MATCH_THRESHOLD))
-
-All constants come from ``bench/calibrate.py`` on the tuning half of the held-out requests
-(``bench/data/requests.jsonl``), from the real engine's evidence; the test half and the
-tldr "describe → find" task are only reported:
-
-* the text weight 0.25 ranked best (recall@1 + recall@5) among 0, 0.05, ..., 1;
-* ``z_star``, the match boundary, is the evidence that an unseen off-topic request's best
-  candidate reaches with probability at most one in ten (the split-conformal quantile of
-  the tuning half's off-topic requests: one of its 28 reaches it). So 0.30 means "as
-  strong as an accidental match gets"; on the tuning half the right answer cleared it for
-  141 of 158 requests in the hybrid mode (text-only mode: see ``TEXT_ONLY``);
-* ``a`` is the maximum-likelihood slope for "the top-ranked candidate is a right answer"
-  under that pin, so above the threshold a score reads roughly as that chance.
+``domain.matching`` turns them, with the lexical evidence of ``domain.lexical``, into one
+score in [0, 1] whose anchor (``anchor``) is each surface's default threshold: 0.30 for
+kairos_search, the unified search's default ``min_score`` for knowledge entries.
 
 Outcomes of attested runs move a score a little (``outcome_boost``), never across the
-match threshold (``apply_outcome_boost``): outcomes reorder matches, they do not create or
-hide them.
+anchor (``apply_outcome_boost``): outcomes reorder matches, they do not create or hide
+them.
 
 Pure functions, no I/O.
 """
@@ -40,7 +25,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import TypeVar
 
 import numpy as np
@@ -49,28 +33,22 @@ __all__ = [
     "BM25_B",
     "BM25_COLUMN_WEIGHTS",
     "BM25_K1",
-    "ENTRY_HYBRID",
-    "ENTRY_TEXT_ONLY",
-    "ENTRY_VECTOR_ONLY",
+    "ENTRY_MIN_SCORE",
+    "ENTRY_MIN_SCORE_TEXT",
     "EXACT_TITLE_SCORE",
-    "HYBRID",
     "MATCH_THRESHOLD",
     "MAX_OUTCOME_BOOST",
     "MIN_RUNS",
     "OUTCOME_PRIOR_RUNS",
-    "TEXT_ONLY",
-    "VECTOR_ONLY",
-    "Calibration",
+    "anchor",
     "apply_outcome_boost",
     "apply_title_match",
     "bm25_ceiling",
     "bm25_term",
-    "calibrated_score",
     "dense_of",
     "dense_segments",
     "fts5_idf",
     "outcome_boost",
-    "score_bound",
     "text_evidence",
 ]
 
@@ -93,36 +71,17 @@ MIN_RUNS = 3
 OUTCOME_PRIOR_RUNS = 5
 
 
-@dataclass(frozen=True, slots=True)
-class Calibration:
-    """Logistic calibration ``sigmoid(dense * self.dense + text * self.text + self.bias)``."""
-
-    dense: float
-    text: float
-    bias: float
-
-    def logit(self, dense: float, text: float) -> float:
-        return self.dense * dense + self.text * text + self.bias
+#: The unified search's default ``min_score`` for knowledge entries, with vectors and with
+#: text alone: their scores are anchored there (``anchor``).
+ENTRY_MIN_SCORE = 0.50
+ENTRY_MIN_SCORE_TEXT = 0.35
 
 
-#: From ``bench/calibrate.py`` on the engine's evidence of the tuning half (see module
-#: docstring), refitted 2026-11-25 on vectors embedded as the engine embeds them (one text at
-#: a time), the boundary a split-conformal quantile: z* = 0.507 (hybrid, text weight 0.25),
-#: 0.419 (vector). The text-only mode (no vectors: a remote provider down, or embedder
-#: "none") keeps its earlier boundary z* = 0.215: the tuning half's 0.446 would refuse a
-#: one-word match of a three-word query, the weak match of seed 000's scenario 3.
-HYBRID = Calibration(dense=8.200, text=2.050, bias=-5.002)
-VECTOR_ONLY = Calibration(dense=9.450, text=0.0, bias=-4.803)
-TEXT_ONLY = Calibration(dense=0.0, text=2.280, bias=-1.337)
-
-#: Knowledge entries (``bench/calibrate.py --entries`` on the tuning half of
-#: ``bench/data/entries.jsonl``): the same slopes, and a boundary midway between the best
-#: off-topic candidate and the weakest title-level answer (z* = 0.427 hybrid, 0.333 vector,
-#: 0.170 text) that scores the unified search's default ``min_score``: 0.50 with vectors,
-#: 0.35 with text alone.
-ENTRY_HYBRID = Calibration(dense=8.200, text=2.050, bias=-3.504)
-ENTRY_VECTOR_ONLY = Calibration(dense=9.450, text=0.0, bias=-3.146)
-ENTRY_TEXT_ONLY = Calibration(dense=0.0, text=2.280, bias=-1.006)
+def anchor(kind: str, *, text_only: bool = False) -> float:
+    """The score at a kind's match boundary: the threshold its surface lists by default."""
+    if kind == "protocol":
+        return MATCH_THRESHOLD
+    return ENTRY_MIN_SCORE_TEXT if text_only else ENTRY_MIN_SCORE
 
 
 def fts5_idf(n_rows: int, n_hits: int) -> float:
@@ -166,45 +125,6 @@ def bm25_term(idf: float, weighted_tf: float, doc_len: float, avg_len: float) ->
     return idf * weighted_tf * (BM25_K1 + 1.0) / (weighted_tf + BM25_K1 * norm)
 
 
-def _sigmoid(x: float) -> float:
-    if x >= 0:
-        return 1.0 / (1.0 + math.exp(-x))
-    e = math.exp(x)
-    return e / (1.0 + e)
-
-
-def calibrated_score(dense: float | None, text: float | None, *, entry: bool = False) -> float:
-    """The score in [0, 1] from whatever evidence served the query, for a protocol or
-    (``entry``) a knowledge entry.
-
-    ``dense`` is the dense evidence (None when vectors were unavailable); ``text`` is
-    ``text_evidence`` (None when the query had no indexable words, 0.0 when it had some
-    and none matched this record). With neither, the score is 0.
-    """
-    if dense is not None and text is not None:
-        return _sigmoid((ENTRY_HYBRID if entry else HYBRID).logit(dense, text))
-    if dense is not None:
-        return _sigmoid((ENTRY_VECTOR_ONLY if entry else VECTOR_ONLY).logit(dense, 0.0))
-    if text is not None:
-        return _sigmoid((ENTRY_TEXT_ONLY if entry else TEXT_ONLY).logit(0.0, text))
-    return 0.0
-
-
-def score_bound(dense: np.ndarray, text: np.ndarray | None) -> np.ndarray:
-    """The highest score a record with this evidence can have before an outcome boost,
-    for many at once: ``calibrated_score`` as a knowledge entry (whose calibration scores
-    any evidence at least as high as a protocol's). ``dense`` is NaN where a record has
-    no vectors."""
-    has = ~np.isnan(dense)
-    d = np.where(has, dense, 0.0)
-    h, v, x = ENTRY_HYBRID, ENTRY_VECTOR_ONLY, ENTRY_TEXT_ONLY
-    if text is None:
-        logit = np.where(has, v.dense * d + v.bias, -np.inf)
-    else:
-        logit = np.where(has, h.dense * d + h.text * text + h.bias, x.text * text + x.bias)
-    return np.asarray(1.0 / (1.0 + np.exp(-logit)))
-
-
 #: A query that is a record's title (``doctext.title_form``) names that record: it scores
 #: this, above every record it merely resembles (titles that only start with the query,
 #: such as "<title> <timestamp>", included).
@@ -229,13 +149,14 @@ def outcome_boost(successes: int, failures: int) -> float:
     return MAX_OUTCOME_BOOST * (s - f) / (s + f + OUTCOME_PRIOR_RUNS)
 
 
-def apply_outcome_boost(score: float, boost: float) -> float:
-    """``score + boost`` for a match, kept within [MATCH_THRESHOLD, 1].
+def apply_outcome_boost(score: float, boost: float,
+                        threshold: float = MATCH_THRESHOLD) -> float:
+    """``score + boost`` for a match, kept within [threshold, 1].
 
     A score below the threshold is returned unchanged: a record of successes must not turn
     an unrelated protocol into a match, nor failures hide a relevant one.
     """
-    if score < MATCH_THRESHOLD:
+    if score < threshold:
         return score
-    return min(1.0, max(MATCH_THRESHOLD, score + boost))
+    return min(1.0, max(threshold, score + boost))
 

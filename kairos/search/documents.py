@@ -36,6 +36,12 @@ class DocSpec:
     category: str | None = None
     section: str | None = None
     author: str | None = None
+    #: What each of ``vector_texts`` is: "doc" (the record's own text) or "trigger" (an
+    #: author trigger); empty: all "doc".
+    roles: tuple[str, ...] = ()
+
+    def vector_roles(self) -> tuple[str, ...]:
+        return self.roles or ("doc",) * len(self.vector_texts)
 
     @property
     def ntokens(self) -> int:
@@ -53,13 +59,15 @@ def draft_of(protocol: Mapping[Any, Any], steps: Sequence[Mapping[Any, Any]]
         protocol["title"],
         tuple(markdown.StepDraft(s["label"], s["content"], challenge_of(s)) for s in steps),
         protocol["intro"],
+        triggers=tuple(protocol.get("triggers") or ()),
     )
 
 
 def protocol_doc(protocol_id: str, space: str, draft: markdown.ProtocolDraft,
                  updated_at: str) -> DocSpec:
     """A protocol; a challenge's command, tool or prompt joins its step's body when the
-    body does not show it."""
+    body does not show it. Each author trigger is a vector of its own, searched as a query
+    is (``doctext.embedding_query``), and joins the step labels in the full-text index."""
     steps = []
     for step in draft.steps:
         params = step.challenge.params
@@ -67,9 +75,11 @@ def protocol_doc(protocol_id: str, space: str, draft: markdown.ProtocolDraft,
         body = step.content if detail in step.content else f"{step.content}\n`{detail}`"
         steps.append((step.label, body))
     doc = doctext.document(draft.title, draft.intro, steps)
+    triggers = tuple(doctext.embedding_query(t) for t in draft.triggers)
     return DocSpec(kind="protocol", entity_id=protocol_id, space=space, title=draft.title,
-                   labels=doc.labels, body=doc.body, vector_texts=doc.vectors,
-                   updated_at=updated_at)
+                   labels=" ".join(filter(None, (doc.labels, *triggers))), body=doc.body,
+                   vector_texts=doc.vectors + triggers, updated_at=updated_at,
+                   roles=("doc",) * len(doc.vectors) + ("trigger",) * len(triggers))
 
 
 def entry_doc(kind: str, row: Mapping[str, Any]) -> DocSpec:

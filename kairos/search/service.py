@@ -1,6 +1,7 @@
-"""The search engine: keeps the index in step with every write, and answers kairos_search
-and the unified search of seed 002 with one calibrated score (``domain.scoring``) from the
-dense evidence of the vector index and the text evidence of the full-text index."""
+"""The search engine: keeps the index in step with every write (learned triggers
+included, ``learning``), and answers kairos_search and the unified search of seed 002 with
+one score (``ranking``, ``domain.matching``) from the dense evidence of the vector index,
+the text evidence of the full-text index and the lexical evidence of the records' text."""
 
 from __future__ import annotations
 
@@ -9,10 +10,7 @@ import re
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent import futures
 from contextlib import suppress
-from dataclasses import dataclass, field
-from functools import partial
 from typing import Any
 
 import numpy as np
@@ -20,18 +18,16 @@ from sqlalchemy import delete, func, insert, select, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
-from ..domain import doctext, scoring
+from ..domain import doctext
 from ..store import schema as t
 from ..store.db import Store
 from ..store.repo import Repo
-from ..store.text_index import TextMatches
 from .documents import DocSpec, stored_doc
 from .embedders import EmbedderUnavailable
+from .learning import Learning
+from .ranking import Ranked, Ranker
 from .sessions import Sessions, SessionStore
 
-CANDIDATES = 100
-#: Searches at a time whose full-text pass runs beside their vector pass (``rank``).
-PARALLEL = 4
 #: Duplicates compare like with like: the first vector of both records, which stands for
 #: the whole record (``doctext.document``).
 DUPLICATE_SEQ = 0
@@ -43,25 +39,6 @@ def jaccard(a: str, b: str) -> float:
     return len(wa & wb) / len(wa | wb) if wa and wb else 0.0
 
 
-@dataclass
-class Hit:
-    rid: int
-    kind: str
-    entity_id: str
-    score: float
-    dense: float | None
-    text: float | None
-    row: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class Ranked:
-    hits: list[Hit]
-    mode: str            # "hybrid" | "text"
-    degraded: bool
-    hint: str | None
-
-
 class SearchService:
     def __init__(self, store: Store, embedder: Any, sessions: Sessions | None = None) -> None:
         self.store = store
@@ -71,9 +48,9 @@ class SearchService:
         self._stop = threading.Event()
         self._queued = threading.Event()  # set when a write stored no vectors
         self._thread: threading.Thread | None = None
-        self._workers = futures.ThreadPoolExecutor(PARALLEL, thread_name_prefix="kairos-text")
-        self._parallel = threading.BoundedSemaphore(PARALLEL)
         self.backfill_state = "idle"
+        self.ranker = Ranker(self)
+        self.learning = Learning(self)
     # --- provider state ----------------------------------------------------------------------
 
     @property
@@ -83,6 +60,10 @@ class SearchService:
     @property
     def provider(self) -> str:
         return "none" if self.embedder is None else str(self.embedder.name)
+
+    def embed_texts(self, texts: Sequence[str]) -> np.ndarray | None:
+        """The vectors of ``texts``, or None when the provider cannot embed now."""
+        return self._embed(texts)
 
     def _embed(self, texts: Sequence[str]) -> np.ndarray | None:
         if not self.vectors_ready:
@@ -120,9 +101,8 @@ class SearchService:
                                           doc.labels, doc.body)
             n = len(doc.vector_texts)
             if vectors is not None and n:
-                self.store.vector_index.upsert(conn, rid, doc.space, doc.kind,
-                                               vectors[offset:offset + n],
-                                               self.embedder.model_id)
+                self._upsert_vectors(conn, rid, doc, vectors[offset:offset + n],
+                                     self.embedder.model_id)
             else:
                 self._queued.set()
                 self.store.vector_index.delete(conn, [rid])
@@ -140,6 +120,18 @@ class SearchService:
         self.store.vector_index.delete(conn, rids)
         conn.execute(delete(t.search_docs).where(t.search_docs.c.rid.in_(rids)))
 
+    def _upsert_vectors(self, conn: Connection, rid: int, doc: DocSpec, matrix: np.ndarray,
+                        model_id: str) -> None:
+        """A document's vectors: its texts', then, for a protocol, its learned triggers'
+        (``learning``), which no rewrite of the protocol drops."""
+        roles = list(doc.vector_roles())
+        learned = (self.learning.vectors(conn, doc.entity_id, model_id)
+                   if doc.kind == "protocol" and doc.entity_id else [])
+        if learned:
+            matrix = np.vstack([matrix, *learned])
+            roles += ["learned"] * len(learned)
+        self.store.vector_index.upsert(conn, rid, doc.space, doc.kind, matrix, model_id, roles)
+
     @staticmethod
     def _upsert_doc(conn: Connection, doc: DocSpec) -> int:
         key = f"{doc.kind}:{doc.entity_id}"
@@ -154,97 +146,21 @@ class SearchService:
         conn.execute(update(t.search_docs).where(t.search_docs.c.rid == row[0]).values(**values))
         return int(row[0])
 
-    # --- ranking -----------------------------------------------------------------------------
+    # --- ranking (``ranking``) --------------------------------------------------------------
 
     def rank(self, query: str, *, space: str, kinds: Sequence[str],
              filters: Mapping[str, str] | None = None, exclude: set[str] | None = None,
              boosts: bool = False, floor: float | None = None) -> Ranked:
-        """Candidates on one calibrated scale in [0, 1], best first: the best of each index,
-        each scored by both; with a ``floor``, every document of the space and kinds that
-        can score at least ``floor``, besides. ``filters`` (column → value: category,
-        author, section) and ``exclude`` (entity ids) are applied in the database."""
-        limit = None if floor is not None else CANDIDATES
-        search = partial(self.store.text_index.search, query=query, space=space, kinds=kinds,
-                         limit=limit)
-        rest = partial(self._ranked, query, space=space, kinds=kinds, limit=limit,
-                       filters=filters, exclude=exclude, boosts=boosts, floor=floor)
-        # The full-text pass runs on a connection of its own in a worker while this thread
-        # embeds the query and scans the vectors (SQLite, ONNX Runtime and numpy all let go
-        # of the interpreter lock): a query costs the longer of the two, not their sum.
-        # A query holding one connection while it waits for a second could starve the
-        # pool, so only PARALLEL queries at a time do it; the others, on a busy server,
-        # run the pass on their single connection (on a busy server every core is busy).
-        if not self._parallel.acquire(blocking=False):
-            return rest(search)
-        try:
-            with self.store.read() as text_repo:
-                job = self._workers.submit(search, text_repo.conn)
-                try:
-                    return rest(lambda _conn: job.result())
-                finally:
-                    futures.wait([job])  # the worker is done with the connection first
-        finally:
-            self._parallel.release()
+        """``ranking.Ranker.rank``."""
+        return self.ranker.rank(query, space=space, kinds=kinds, filters=filters,
+                                exclude=exclude, boosts=boosts, floor=floor)
 
-    def _ranked(self, query: str, text_of: Callable[[Connection], TextMatches | None], *,
-                space: str, kinds: Sequence[str], limit: int | None,
-                filters: Mapping[str, str] | None, exclude: set[str] | None, boosts: bool,
-                floor: float | None) -> Ranked:
+    def embed_query(self, query: str) -> np.ndarray | None:
+        """The query's vector as the engine embeds it, or None when vectors are unavailable."""
         qvec = self._embed([doctext.embedding_query(query)])
-        degraded = qvec is None
-        mode = "text" if degraded else "hybrid"
-        with self.store.read() as repo:
-            conn = repo.conn
-            dense: dict[int, float] = {}
-            if qvec is not None:
-                model_id = self.embedder.model_id
-                rids, sims = self.store.vector_index.search(
-                    conn, qvec[0], space=space, kinds=kinds, model_id=model_id, limit=limit)
-                dense = dict(zip(rids.tolist(), sims.tolist(), strict=True))
-            matches = text_of(conn)
-            text = None if matches is None else matches.best
-            if matches is not None and limit is not None:  # the other candidates' evidence
-                best = matches.best
-                text = {**matches.of([rid for rid in dense if rid not in best]), **best}
-            if qvec is not None and text and limit is not None:
-                missing = [rid for rid in text if rid not in dense]
-                if missing:
-                    dense.update(self.store.vector_index.scores(conn, qvec[0], missing,
-                                                                model_id=model_id))
-            candidates = set(dense) | set(text or ())
-            if floor is not None and len(candidates) > CANDIDATES:
-                candidates = _reachable(candidates, dense, text, floor - (
-                    scoring.MAX_OUTCOME_BOOST if boosts else 0.0))
-            if not candidates:
-                return Ranked([], mode, degraded, self._hint(degraded))
-            c, m = t.search_docs.c, t.protocol_metrics.c
-            q = select(c.rid, c.kind, c.entity_id, c.space, c.title, c.category, c.section,
-                       c.author, c.updated_at).where(c.rid.in_(list(candidates)))
-            for column, value in (filters or {}).items():
-                q = q.where(c[column] == value)
-            if exclude:
-                q = q.where(c.entity_id.not_in(list(exclude)))
-            if boosts:
-                q = q.add_columns(m.successes, m.failures).outerjoin(
-                    t.protocol_metrics, (c.kind == "protocol") & (m.protocol_id == c.entity_id))
-            rows = [dict(r) for r in conn.execute(q).mappings()]
-        hits = []
-        asked = doctext.title_form(query)
-        for row in rows:
-            rid = row["rid"]
-            d = dense.get(rid)
-            txt = None if text is None else text.get(rid, 0.0)
-            entry = row["kind"] != "protocol"
-            score = scoring.apply_title_match(scoring.calibrated_score(d, txt, entry=entry),
-                                              doctext.title_form(row["title"]) == asked)
-            wins, losses = row.pop("successes", None), row.pop("failures", None)
-            if wins is not None:
-                score = scoring.apply_outcome_boost(score, scoring.outcome_boost(wins, losses))
-            hits.append(Hit(rid, row["kind"], row["entity_id"], score, d, txt, row))
-        hits.sort(key=lambda h: (-h.score, h.row["title"]))
-        return Ranked(hits, mode, degraded, self._hint(degraded))
+        return None if qvec is None else qvec[0]
 
-    def _hint(self, degraded: bool) -> str | None:
+    def hint(self, degraded: bool) -> str | None:
         if not degraded:
             return None
         if self.embedder is None or self.provider == "none":
@@ -401,8 +317,8 @@ class SearchService:
             n = len(spec.vector_texts)
             rid, stamp = current.get(f"{spec.kind}:{spec.entity_id}", (None, None))
             if rid is not None and stamp == spec.updated_at:
-                self.store.vector_index.upsert(repo.conn, rid, spec.space, spec.kind,
-                                               vectors[offset:offset + n], model_id)
+                self._upsert_vectors(repo.conn, rid, spec, vectors[offset:offset + n],
+                                     model_id)
             offset += n
 
     def start_background(self, interval: float = 2.0, idle: float = 60.0) -> threading.Thread:
@@ -431,9 +347,11 @@ class SearchService:
             probe = getattr(self.embedder, "probe", None)
             if probe is not None:
                 probe()  # a remote model's dimension, once it answers
+            self.learning.embed_pending()
             if not self._pending(self.embedder.model_id) and not self._recipe_changed():
                 return False
             self.backfill()
+            self.learning.embed_pending()
             return bool(self._pending(self.embedder.model_id))
         except EmbedderUnavailable:
             return True  # still down: the documents stay queued
@@ -445,7 +363,8 @@ class SearchService:
         """Stop background work between batches and wait for it."""
         self._stop.set()
         self._queued.set()
-        self._workers.shutdown(wait=False)
+        self.ranker.close()
+        self.learning.close()
         if self._thread is not None:
             self._thread.join(timeout)
 
@@ -460,19 +379,6 @@ class SearchService:
         return {"documents": docs, "with_vectors": vec, "pending": docs - vec,
                 "model_id": model_id, "indexed_model_id": stored,
                 "backfill": self.backfill_state}
-
-
-def _reachable(candidates: set[int], dense: Mapping[int, float],
-               text: Mapping[int, float] | None, floor: float) -> set[int]:
-    """The candidates whose score can reach ``floor`` (``scoring.score_bound``), and the
-    ``CANDIDATES`` best of them in any case (the top score is reported even when low)."""
-    rids = np.fromiter(candidates, dtype=np.int64, count=len(candidates))
-    d = np.array([dense.get(r, np.nan) for r in rids.tolist()], dtype=np.float64)
-    x = None if text is None else np.array([text.get(r, 0.0) for r in rids.tolist()])
-    bound = scoring.score_bound(d, x)
-    keep = bound >= floor
-    keep[np.argpartition(-bound, CANDIDATES)[:CANDIDATES]] = True
-    return set(rids[keep].tolist())
 
 
 def _version_key(space: str, kind: str) -> str:

@@ -23,6 +23,7 @@ from .listing import Listing
 from .ports import Embedder
 from .protocols import Caller, ProtocolService
 from .runs import RunService
+from .triggers import TriggerService
 
 Body = Mapping[str, Any]
 """A request as plain JSON, validated into its model on the way in."""
@@ -62,6 +63,7 @@ class Kairos:
         self.runs = RunService(store, self.protocols)
         self.finder = ProtocolFinder(store, self.search_engine,
                                      float(self.settings.search_threshold))
+        self.trigger_service = TriggerService(store, self.protocols, self.search_engine)
         self.entries = EntryService(store, self.search_engine)
         self.listing = Listing(store, self.runs)
         self.browse = BrowseService(store, self.protocols, self.search_engine)
@@ -78,6 +80,22 @@ class Kairos:
         ``notice``, plus ``degraded`` and the provider when text alone served it."""
         req = parse(rq.Search, _given(query=query, limit=limit))
         return self.finder.kairos_search(req, caller, notice=notice)
+
+    def explain_search(self, query: Any, caller: Caller = Caller(), *,
+                       limit: Any = None) -> dict[str, Any]:
+        """kairos_search's best candidates, each with its evidence and why it is or is not
+        a match."""
+        return self.finder.explain(parse(rq.Search, _given(query=query, limit=limit)), caller)
+
+    def triggers(self, uri: Any, caller: Caller = Caller()) -> dict[str, Any]:
+        """A protocol's author triggers and learned triggers."""
+        return self.trigger_service.triggers(parse(rq.Dump, _given(uri=uri)).uri, caller)
+
+    def forget_triggers(self, uri: Any, trigger_ids: Any = None,
+                        caller: Caller = Caller()) -> dict[str, Any]:
+        """Remove learned triggers of a protocol (all of them without ``trigger_ids``)."""
+        return self.trigger_service.forget(parse(rq.Dump, _given(uri=uri)).uri, trigger_ids,
+                                           caller)
 
     # protocols
     def mint(self, markdown_doc: Any, caller: Caller = Caller(), *,

@@ -10,13 +10,15 @@ import numpy as np
 from sqlalchemy import insert, select, update
 from sqlalchemy.exc import IntegrityError
 
-from ..domain import limits
+from ..domain import limits, scoring
 from ..domain import requests as rq
 from ..domain.errors import CONFLICT, ConflictError, NotFoundError, ValidationError
 from ..domain.requests import ENTRY_TYPES, FIELDS, SECTIONS, STARTER_CATEGORIES
 from ..domain.uris import new_id, to_uri
 from ..search.documents import entry_doc, entry_table
-from ..search.service import DUPLICATE_SEQ, Hit, SearchService
+from ..search.explain import explain
+from ..search.ranking import Hit
+from ..search.service import DUPLICATE_SEQ, SearchService
 from ..search.sessions import valid_session_id
 from ..search.snippets import make_snippet, truncate
 from ..store import schema as t
@@ -28,8 +30,8 @@ from .turns import in_turn
 
 _GUARD_ATTEMPTS = 20
 DOWNRANK_FACTOR = 0.5
-MIN_SCORE_VECTOR = 0.50
-MIN_SCORE_TEXT = 0.35
+MIN_SCORE_VECTOR = scoring.ENTRY_MIN_SCORE
+MIN_SCORE_TEXT = scoring.ENTRY_MIN_SCORE_TEXT
 _BODY = {"experience": "playbook", "manual": "content", "protocol": "content"}
 
 
@@ -266,7 +268,8 @@ class EntryService:
             penalised = (not hide and req.downrank_viewed and hit.entity_id in viewed)
             score = hit.score * DOWNRANK_FACTOR if penalised else hit.score
             scored.append((score, hit, penalised))
-        scored.sort(key=lambda s: (-s[0], s[1].row["title"]))
+        scored.sort(key=lambda s: (-s[0], -(s[1].evidence.strength if s[1].evidence else 0.0),
+                                   s[1].row["title"]))
         best = scored[0][0] if scored else None
         kept = [s for s in scored if s[0] >= min_score]
         total = len(kept)
@@ -281,6 +284,10 @@ class EntryService:
         results = self._results(page, req, ranked, hint)
         if key:
             sessions.record(key, query=req.query, viewed=[r["entity_id"] for r in results])
+        explained = {"explain": explain(
+            self.store, ranked, req.query, threshold=min_score, limit=req.limit,
+            model_id=self.search.embedder.model_id if self.search.vectors_ready else None)
+        } if req.explain else {}
         return {
             "results": results,
             "count": len(results),
@@ -294,6 +301,7 @@ class EntryService:
             "search_mode": ranked.mode,
             "degraded": ranked.degraded,
             "provider_hint": hint,
+            **explained,
         }
 
     def _results(self, page: list[tuple[float, Hit, bool]], req: _Unified,
@@ -402,6 +410,7 @@ class _Unified:
     hide_viewed: bool
     downrank_viewed: bool
     session_id: str | None
+    explain: bool
 
     @classmethod
     def of(cls, r: rq.SearchEntries) -> _Unified:
@@ -413,4 +422,5 @@ class _Unified:
                    snippet_len=r.snippet_len or limits.SNIPPET_DEFAULT,
                    fields=_known_fields(r.fields, tuple(f for fs in FIELDS.values() for f in fs)),
                    hide_viewed=bool(r.hide_viewed),
-                   downrank_viewed=r.downrank_viewed is not False, session_id=r.session_id)
+                   downrank_viewed=r.downrank_viewed is not False, session_id=r.session_id,
+                   explain=bool(r.explain))

@@ -8,6 +8,7 @@ from ..domain import requests as rq
 from ..domain.limits import SEARCH_DEFAULT
 from ..domain.search_response import Match, search_response
 from ..domain.uris import to_uri
+from ..search.explain import explain
 from ..search.service import SearchService
 from ..store.db import Store
 from .protocols import Caller
@@ -24,6 +25,7 @@ class ProtocolFinder:
         text = req.query.strip()
         top_n = req.limit or SEARCH_DEFAULT
         ranked = self.search.rank(text, space=caller.space, kinds=("protocol",), boosts=True)
+        self.search.learning.note(caller.space, caller.id, text, ranked)
         hits = [h for h in ranked.hits if h.score >= self.threshold][:top_n]
         with self.store.read() as repo:
             found = repo.protocols_with_first_step([h.entity_id for h in hits])
@@ -37,3 +39,12 @@ class ProtocolFinder:
             response |= {"degraded": True, "search_mode": ranked.mode,
                          "provider": self.search.provider, "provider_hint": ranked.hint}
         return response
+
+    def explain(self, req: rq.Search, caller: Caller) -> dict[str, Any]:
+        """kairos_search's candidates with their evidence, and why each is or is not a
+        match (``search.explain``)."""
+        text = req.query.strip()
+        ranked = self.search.rank(text, space=caller.space, kinds=("protocol",), boosts=True)
+        model_id = self.search.embedder.model_id if self.search.vectors_ready else None
+        return explain(self.store, ranked, text, threshold=self.threshold,
+                       limit=req.limit or SEARCH_DEFAULT, model_id=model_id)

@@ -84,6 +84,8 @@ class Plan:
                 raise row.refuse("failed_step_id", "a step of its protocol, or null",
                                  run["failed_step_id"])
         self.runs = _Places(repo, t.runs, (v["id"] for _, v in checked["runs"]), space)
+        self.learned = _Places(repo, t.learned_triggers,
+                               (v["id"] for _, v in checked["learned_triggers"]), space)
         self.entries = {table: _Places(repo, entry_table(kind),
                                        (v["id"] for _, v in checked[table]), space)
                         for table, kind in _ENTRIES.items()}
@@ -142,6 +144,8 @@ class Plan:
             return [v for v in rows if v["run_id"] not in self.runs.kept]
         if table == "categories":
             return [v for v in rows if v["code"] not in self.codes]
+        if table == "learned_triggers":  # learned with their protocol
+            return [v for v in rows if v["protocol_id"] not in self.protocols.kept]
         return [v for v in rows if v["id"] not in self.entries[table].kept]
 
     @property
@@ -152,7 +156,8 @@ class Plan:
 
     @property
     def new_ids(self) -> dict[str, int]:
-        places = {"protocols": self.protocols, "runs": self.runs, **self.entries}
+        places = {"protocols": self.protocols, "runs": self.runs,
+                  "learned_triggers": self.learned, **self.entries}
         counts = {table: sum(1 for old, new in p.ids.items() if old != new
                              and old not in p.kept) for table, p in places.items()}
         counts["steps"] = sum(1 for v in self._new("steps")
@@ -194,12 +199,16 @@ class Plan:
             "attestations": [{**v, "run_id": self.runs.ids[v["run_id"]], "space": space,
                               "protocol_id": self._protocol(v["protocol_id"]), "proven": False}
                              for v in self._new("attestations")],
+            "learned_triggers": [{**v, "id": self.learned.ids[v["id"]], "space": space,
+                                  "protocol_id": self._protocol(v["protocol_id"]),
+                                  "vector": None, "model_id": None}
+                                 for v in self._new("learned_triggers")],
         }
         for table in _ENTRIES:
             ids = self.entries[table].ids
             rows[table] = [{**v, "id": ids[v["id"]], "space": space} for v in self._new(table)]
         for table in ("categories", "protocols", "steps", "runs", "proofs", "attestations",
-                      *_ENTRIES):
+                      "learned_triggers", *_ENTRIES):
             if rows[table]:
                 conn.execute(insert(t.metadata.tables[table]), rows[table])
         for proto in rows["protocols"]:

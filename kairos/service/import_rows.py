@@ -15,13 +15,14 @@ from datetime import datetime
 from typing import Any
 
 from ..domain import challenge as ch
-from ..domain import engine, limits
-from ..domain.errors import KairosError, ValidationError
+from ..domain import doctext, engine, limits
+from ..domain.errors import KairosError, MarkdownError, ValidationError
 from ..domain.proof import HASH_RE, RECORD_KEYS
 from ..domain.requests import UUID_PATTERN
+from ..domain.triggers import clean_triggers
 
-__all__ = ["Row", "check_attestation", "check_category", "check_proof",
-           "check_protocol", "check_run", "check_step", "refused"]
+__all__ = ["Row", "check_attestation", "check_category", "check_learned_trigger",
+           "check_proof", "check_protocol", "check_run", "check_step", "refused"]
 
 _MISSING: Any = object()
 _UUID = re.compile(f"^{UUID_PATTERN}$")
@@ -150,7 +151,25 @@ def check_protocol(row: Row) -> dict[str, Any]:
             "tags": row.get("tags", "a list of strings", lambda v: isinstance(v, list)
                             and all(isinstance(t, str) for t in v)),
             "llm_model_id": row.text("llm_model_id", limits.MODEL_ID_CHARS, nullable=True),
+            "triggers": _triggers(row, row.values.get("triggers", [])),
             "created_at": row.stamp("created_at"), "updated_at": row.stamp("updated_at")}
+
+
+def _triggers(row: Row, value: Any, column: str = "triggers") -> list[str]:
+    """Author triggers (or one learned trigger's text) as a mint would keep them."""
+    try:
+        return list(clean_triggers(value, row.line))
+    except MarkdownError as exc:
+        raise row.refuse(column, exc.expected or "a list of strings", value) from None
+
+
+def check_learned_trigger(row: Row) -> dict[str, Any]:
+    """A learned trigger: its text and use count; its vector is made again by the
+    importing store's model (``search.learning``)."""
+    text = _triggers(row, row.text("text", limits.TRIGGER_CHARS, blank=False), "text")
+    return {"id": row.id(), "protocol_id": row.id("protocol_id"), "text": text[0],
+            "text_key": doctext.title_form(text[0]), "runs": row.integer("runs", 1, 1_000_000),
+            "created_at": row.stamp("created_at"), "last_seen": row.stamp("last_seen")}
 
 
 def check_step(row: Row) -> dict[str, Any]:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.exc import DBAPIError
@@ -136,7 +137,8 @@ def _check(found: dict[str, list[Row]], categories: set[str],
     """Every row checked; the drafts of the protocols minted again from their rows."""
     checks = {"protocols": rows_.check_protocol, "steps": rows_.check_step,
               "runs": rows_.check_run, "proofs": rows_.check_proof,
-              "attestations": rows_.check_attestation, "categories": rows_.check_category}
+              "attestations": rows_.check_attestation, "categories": rows_.check_category,
+              "learned_triggers": rows_.check_learned_trigger}
     checked: Checked = {name: [(row, check(row)) for row in found.get(name, [])]
                         for name, check in checks.items()}
     codes = categories | {v["code"] for _, v in checked["categories"]}
@@ -161,7 +163,14 @@ def _check(found: dict[str, list[Row]], categories: set[str],
                                       "steps run 0, 1, 2, ... without gaps)", step["position"])
         if not steps:
             raise row.refuse("id", "a protocol with at least one step in this file", pid)
-        drafts[pid] = _mint_again(row, proto, steps, parse)
+        drafts[pid] = replace(_mint_again(row, proto, steps, parse),
+                              triggers=tuple(proto["triggers"]))
+    learned = _unique(checked["learned_triggers"], lambda v: v["id"], "id")
+    for row, trigger in learned.values():
+        if trigger["protocol_id"] not in protocols:
+            raise row.refuse("protocol_id", "the id of a protocol in this file",
+                             trigger["protocol_id"])
+    _unique(checked["learned_triggers"], lambda v: (v["protocol_id"], v["text_key"]), "text")
     return checked, drafts
 
 
@@ -289,6 +298,8 @@ def import_lines(kairos: Kairos, lines: Iterable[bytes | str], caller: Caller
         raise ConflictError(CONFLICT, f"Space '{space}' changed while importing (another "
                             "writer stored a record this file holds); nothing was imported. "
                             "Import again.", field="file") from None
+    if inserted.get("learned_triggers"):
+        engine_.learning.embed_pending()  # their vectors, by this store's model
     return {"status": "imported", "space": space, "from_space": header.get("space"),
             "inserted": inserted, "skipped": plan.skipped, "new_ids": plan.new_ids,
             "ignored": dict(ignored), "indexed": len(specs),

@@ -306,8 +306,8 @@ class ProtocolService:
                 details={"uri": to_uri(old[0]["id"]) if old else None},
             )
         values = {"title": draft.title, "title_key": key, "intro": draft.intro,
-                  "tags": draft.tags, "updated_at": stamp, "llm_model_id": llm_model_id,
-                  "source_hash": source_hash}
+                  "tags": draft.tags, "triggers": list(draft.triggers), "updated_at": stamp,
+                  "llm_model_id": llm_model_id, "source_hash": source_hash}
         if existing is None:
             pid = protocol_id or new_id()
             repo.insert_protocol(id=pid, space=space, builtin=builtin, created_at=stamp,
@@ -365,6 +365,8 @@ class ProtocolService:
     def dump(self, uri: Any, caller: Caller, *, protocol: bool = False) -> dict[str, Any]:
         with self.store.read() as repo:
             step, proto, steps = self.resolve(repo, uri, caller)
+            learned = ([] if self.search is None or not protocol else
+                       [t["text"] for t in self.search.learning.listing(repo.conn, proto["id"])])
         if protocol:
             draft = draft_of(proto, steps)
             return {
@@ -373,6 +375,8 @@ class ProtocolService:
                 "tags": proto["tags"],
                 "step_count": len(steps),
                 "steps": [{"uri": to_uri(s["id"]), "label": s["label"]} for s in steps],
+                "triggers": list(draft.triggers),
+                "learned_triggers": learned,
                 "markdown_doc": markdown.render(draft),
             }
         return {

@@ -239,6 +239,8 @@ class RunService:
                                 outcome=outcome, message=message, quality_bonus=bonus,
                                 llm_model_id=model, proven=proven, created_at=stamp)
         repo.count(counts)
+        if outcome == "success" and proven and self.protocols.search is not None:
+            self.protocols.search.learning.learn(repo, run)  # the searches that led here
         return {
             "uri": to_uri(step_id),
             "run_id": run["id"],

@@ -30,6 +30,7 @@ protocols = Table(
     Column("title_key", Text, nullable=False),
     Column("intro", Text, nullable=False, default=""),
     Column("tags", JSON, nullable=False),
+    Column("triggers", JSON, nullable=False, default=list),
     Column("builtin", Boolean, nullable=False, default=False),
     Column("source_hash", String(64)),
     Column("llm_model_id", String(128)),
@@ -205,6 +206,42 @@ search_vectors = Table(
     Column("seq", Integer, primary_key=True),
     Column("model_id", String(128), nullable=False),
     Column("vector", LargeBinary, nullable=False),
+    Column("role", String(8), nullable=False, server_default="doc"),  # doc, trigger, learned
+)
+
+# Learned triggers: queries that led to a proven successful run of a protocol, in its space
+# (``search/learning.py``); ``vector`` is the query's as it was searched.
+learned_triggers = Table(
+    "learned_triggers", metadata,
+    Column("id", String(36), primary_key=True),
+    Column("space", String(64), nullable=False),
+    Column("protocol_id", String(36), ForeignKey("protocols.id", ondelete="CASCADE"),
+           nullable=False),
+    Column("text", Text, nullable=False),
+    Column("text_key", Text, nullable=False),
+    Column("runs", Integer, nullable=False, default=1),
+    Column("vector", LargeBinary),
+    Column("model_id", String(128)),
+    Column("created_at", TS, nullable=False),
+    Column("last_seen", TS, nullable=False),
+    UniqueConstraint("protocol_id", "text_key", name="uq_learned_triggers_text"),
+    Index("ix_learned_triggers_protocol", "protocol_id"),
+)
+
+# The protocol searches of each caller, kept for a while so that a proven run can learn the
+# query that led to it.
+search_leads = Table(
+    "search_leads", metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("space", String(64), nullable=False),
+    Column("caller", String(128), nullable=False),
+    Column("query", Text, nullable=False),
+    Column("protocol_ids", JSON, nullable=False),
+    Column("vector", LargeBinary),
+    Column("model_id", String(128)),
+    Column("created_at", TS, nullable=False),
+    Index("ix_search_leads_caller", "space", "caller", "created_at"),
+    Index("ix_search_leads_created", "created_at"),
 )
 
 index_meta = Table(

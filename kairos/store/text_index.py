@@ -21,13 +21,26 @@ from ..domain.doctext import fts5_match, query_terms
 
 
 @dataclass(frozen=True, slots=True)
+class Terms:
+    """The query's words as the index counts them: ``counts[i]`` of the ``n_docs`` stored
+    documents hold ``words[i]`` (the counts behind each word's IDF)."""
+
+    words: tuple[str, ...]
+    counts: tuple[int, ...]
+    n_docs: int
+    n_scope: int | None = None  # the documents of the searched space and kinds, if counted
+
+
+@dataclass(frozen=True, slots=True)
 class TextMatches:
     """The text evidence of one query: ``best``, its best matches by bm25 (every match when
     no limit was asked), and ``of``, the evidence of any other documents that match, looked
-    up afterwards on the same connection without running the query again."""
+    up afterwards on the same connection without running the query again; ``terms``, the
+    query's words with their document counts (``domain.lexical``)."""
 
     best: dict[int, float]
     of: Callable[[Sequence[int]], dict[int, float]]
+    terms: Terms = Terms((), (), 0)
 
 
 def _none(rids: Sequence[int]) -> dict[int, float]:
@@ -104,8 +117,7 @@ class SqliteFts:
     def search(self, conn: Connection, query: str, *, space: str, kinds: Sequence[str],
                limit: int | None) -> TextMatches | None:
         terms = query_terms(query)
-        match = fts5_match(terms)
-        if match is None:
+        if not terms:
             return None
         if not kinds:
             return TextMatches({}, _none)
@@ -114,6 +126,7 @@ class SqliteFts:
             "SELECT (SELECT count(*) FROM search_docs)" + ", (SELECT count(*) FROM search_fts "
             "WHERE search_fts MATCH ?)" * len(terms), tuple(fts5_match([t]) for t in terms)).one()
         ceiling = scoring.bm25_ceiling(scoring.fts5_idf(counts[0], n) for n in counts[1:])
+        stats = Terms(tuple(terms), tuple(int(n) for n in counts[1:]), int(counts[0]))
 
         def evidence(rows: Iterable[tuple[int, float]]) -> dict[int, float]:
             pairs = np.array(list(rows), dtype=np.float64).reshape(-1, 2)
@@ -123,10 +136,11 @@ class SqliteFts:
         scopes = " OR ".join(f'"{scope_token(space, kind)}"' for kind in kinds)
         matches = (f"SELECT rowid, bm25(search_fts, {self.WEIGHTS}) FROM search_fts "
                    "WHERE search_fts MATCH ?")
-        match = f"({match}) AND scope : ({scopes})"
+        match = f"({fts5_match(terms)}) AND scope : ({scopes})"
         if limit is None:
             every = evidence(conn.exec_driver_sql(matches, (match,)))
-            return TextMatches(every, lambda rids: {r: every[r] for r in rids if r in every})
+            return TextMatches(every, lambda rids: {r: every[r] for r in rids if r in every},
+                               stats)
         # Every match is scored in one pass into a table of this connection, so that the
         # evidence of other documents (``of``) is a lookup: FTS5 would re-run the whole
         # query for each rowid it is given.
@@ -141,7 +155,7 @@ class SqliteFts:
                 "SELECT rid, b FROM temp.text_matches "
                 f"WHERE rid IN ({', '.join('?' * len(wanted))})", tuple(wanted)))
 
-        return TextMatches(best, of)
+        return TextMatches(best, of, stats)
 
 
 class PgFts:
@@ -181,11 +195,13 @@ class PgFts:
         quoted = {f"l{i}": "'" + lex.replace("'", "''") + "'" for i, lex in enumerate(lex_list)}
         stats = conn.execute(text(
             "SELECT (SELECT count(*) FROM search_docs), "
-            "(SELECT coalesce(avg(ntokens), 0) FROM search_docs), " + counts +
+            "(SELECT coalesce(avg(ntokens), 0) FROM search_docs), "
+            "(SELECT count(*) FROM search_docs WHERE space = :space "
+            f"AND kind IN ({_kinds(kinds)})), " + counts +
             " FROM search_docs WHERE tsv @@ CAST(:any AS tsquery)"),
-            {"any": any_q, **quoted}).one()
+            {"any": any_q, "space": space, **quoted}).one()
         n_rows, avg_len = int(stats[0]), float(stats[1]) + SCOPE_TOKENS
-        idf = {lex: scoring.fts5_idf(n_rows, int(n)) for lex, n in zip(lex_list, stats[2:],
+        idf = {lex: scoring.fts5_idf(n_rows, int(n)) for lex, n in zip(lex_list, stats[3:],
                                                                          strict=True)}
         ceiling = scoring.bm25_ceiling(idf.values())
         top = [int(r[0]) for r in conn.execute(text(
@@ -211,4 +227,6 @@ class PgFts:
             return {rid: float(scoring.text_evidence(-score, ceiling))
                     for rid, score in bm25.items()}
 
-        return TextMatches(of(top), of)
+        terms_seen = Terms(tuple(lexemes[lex] for lex in lex_list),
+                           tuple(int(n) for n in stats[3:]), n_rows, int(stats[2]))
+        return TextMatches(of(top), of, terms_seen)

@@ -24,7 +24,10 @@ from . import schema as t
 
 class VectorIndex(Protocol):
     def upsert(self, conn: Connection, rid: int, space: str, kind: str, vectors: np.ndarray,
-               model_id: str) -> None: ...
+               model_id: str, roles: Sequence[str] | None = None) -> None:
+        """Replace a document's vectors; ``roles`` says what each one is (``doc``,
+        ``trigger``, ``learned``; all ``doc`` when omitted)."""
+        ...
 
     def delete(self, conn: Connection, rids: Iterable[int]) -> None: ...
 
@@ -48,12 +51,22 @@ class VectorIndex(Protocol):
         """The score of each given document that has vectors of ``model_id``."""
         ...
 
+    def size(self, conn: Connection, *, space: str, kinds: Sequence[str],
+             model_id: str) -> int | None:
+        """How many documents of the space and kinds have vectors of ``model_id`` (None:
+        not known without counting)."""
+        ...
+
 
 def _combine(cosines: np.ndarray, seq: int | None) -> float:
     """A document's score from its cosines in seq order."""
     if seq is None:
         return scoring.dense_of(cosines)
     return float(cosines[min(seq, len(cosines) - 1)])
+
+
+def _roles(roles: Sequence[str] | None, n: int) -> Sequence[str]:
+    return roles if roles is not None else ["doc"] * n
 
 
 def _version(conn: Connection) -> int:
@@ -86,12 +99,13 @@ class MemoryVectorIndex:
     # --- writes (inside the caller's transaction) --------------------------------------------
 
     def upsert(self, conn: Connection, rid: int, space: str, kind: str, vectors: np.ndarray,
-               model_id: str) -> None:
+               model_id: str, roles: Sequence[str] | None = None) -> None:
         conn.execute(delete(t.search_vectors).where(t.search_vectors.c.rid == rid))
         matrix = np.asarray(vectors, dtype=np.float32).reshape(len(vectors), -1)
         conn.execute(insert(t.search_vectors), [
-            {"rid": rid, "seq": i, "model_id": model_id, "vector": row.tobytes()}
-            for i, row in enumerate(matrix)])
+            {"rid": rid, "seq": i, "model_id": model_id, "vector": row.tobytes(), "role": role}
+            for i, (row, role) in enumerate(zip(matrix, _roles(roles, len(matrix)),
+                                                strict=True))])
         self._after_write(conn, lambda: self._apply(rid, space, kind, matrix, model_id))
 
     def delete(self, conn: Connection, rids: Iterable[int]) -> None:
@@ -226,6 +240,12 @@ class MemoryVectorIndex:
                      if (m := rows.get(rid)) is not None}
         return {rid: _combine(m @ query, seq) for rid, m in found.items()}
 
+    def size(self, conn: Connection, *, space: str, kinds: Sequence[str],
+             model_id: str) -> int | None:
+        with self._lock:
+            self._load(conn, model_id)
+            return sum(len(m[0]) for k in kinds if (m := self._matrix((space, k))) is not None)
+
 
 def _literal(vector: np.ndarray) -> str:
     values = np.asarray(vector, dtype=np.float32).tolist()
@@ -238,15 +258,16 @@ class PgVectorIndex:
     in-process cache, so every replica sees every write at once."""
 
     def upsert(self, conn: Connection, rid: int, space: str, kind: str, vectors: np.ndarray,
-               model_id: str) -> None:
+               model_id: str, roles: Sequence[str] | None = None) -> None:
         conn.execute(delete(t.search_vectors).where(t.search_vectors.c.rid == rid))
         matrix = np.asarray(vectors, dtype=np.float32).reshape(len(vectors), -1)
         conn.execute(text(
-            "INSERT INTO search_vectors (rid, seq, model_id, vector, embedding, dim) "
-            "VALUES (:rid, :seq, :model_id, :vector, CAST(:embedding AS vector), :dim)"),
+            "INSERT INTO search_vectors (rid, seq, model_id, vector, embedding, dim, role) "
+            "VALUES (:rid, :seq, :model_id, :vector, CAST(:embedding AS vector), :dim, :role)"),
             [{"rid": rid, "seq": i, "model_id": model_id, "vector": row.tobytes(),
-              "embedding": _literal(row), "dim": int(matrix.shape[1])}
-             for i, row in enumerate(matrix)])
+              "embedding": _literal(row), "dim": int(matrix.shape[1]), "role": role}
+             for i, (row, role) in enumerate(zip(matrix, _roles(roles, len(matrix)),
+                                                 strict=True))])
 
     def delete(self, conn: Connection, rids: Iterable[int]) -> None:
         ids = list(rids)
@@ -299,6 +320,10 @@ class PgVectorIndex:
         ordered = sorted(found.items(), key=lambda kv: -kv[1])[:limit]
         return (np.array([r for r, _ in ordered], dtype=np.int64),
                 np.array([c for _, c in ordered], dtype=np.float32))
+
+    def size(self, conn: Connection, *, space: str, kinds: Sequence[str],
+             model_id: str) -> int | None:
+        return None
 
     def scores(self, conn: Connection, query: np.ndarray, rids: Sequence[int], *,
                model_id: str, seq: int | None = None) -> dict[int, float]:

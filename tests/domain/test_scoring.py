@@ -10,39 +10,12 @@ import sqlite3
 import numpy as np
 import pytest
 
-from kairos.domain import doctext, scoring
-from kairos.domain.scoring import MATCH_THRESHOLD, calibrated_score
+from kairos.domain import doctext, matching, scoring
+from kairos.domain.lexical import words
+from kairos.domain.matching import HYBRID, TEXT_ONLY, Candidate, Context, Evidence
+from kairos.domain.scoring import MATCH_THRESHOLD
 
-DENSE = [x / 20 for x in range(-20, 21)]
-TEXT = [x / 20 for x in range(0, 21)]
 UNRELATED = "xyzqwerty nonexistent protocol foobar"
-
-
-# --- range and monotonicity ------------------------------------------------------------------
-
-@pytest.mark.parametrize("mode", ["hybrid", "vector", "text"])
-def test_scores_stay_in_the_unit_interval(mode: str) -> None:
-    for d, t in itertools.product([-5.0, *DENSE, 5.0], [-1.0, *TEXT, 3.0]):
-        s = calibrated_score(d if mode != "text" else None, t if mode != "vector" else None)
-        assert 0.0 <= s <= 1.0
-
-
-def test_no_evidence_scores_zero() -> None:
-    assert calibrated_score(None, None) == 0.0
-
-
-@pytest.mark.parametrize("mode", ["hybrid", "vector"])
-def test_score_rises_with_cosine(mode: str) -> None:
-    for t in TEXT if mode == "hybrid" else [None]:
-        scores = [calibrated_score(d, t) for d in DENSE]
-        assert all(a < b for a, b in itertools.pairwise(scores))
-
-
-@pytest.mark.parametrize("mode", ["hybrid", "text"])
-def test_score_rises_with_text_evidence(mode: str) -> None:
-    for d in DENSE if mode == "hybrid" else [None]:
-        scores = [calibrated_score(d, t) for t in TEXT]
-        assert all(a < b for a, b in itertools.pairwise(scores))
 
 
 def test_dense_evidence_is_the_best_cosine() -> None:
@@ -171,14 +144,33 @@ def test_bm25_never_exceeds_its_ceiling() -> None:
         assert all(0.0 <= v < 1.0 for v in ev.values())
 
 
-def test_unrelated_query_scores_below_threshold_in_every_mode() -> None:
-    ev = _text_evidence(UNRELATED)
+def _scores(query: str, cosines: dict[str, float] | None) -> dict[str, float]:
+    """The scores of the three protocols for ``query``, with these cosines (None: text
+    alone), their text evidence and lexical evidence from a real FTS5 table."""
+    ev = _text_evidence(query)
     assert ev is not None
-    unrelated_cosine = 0.15  # MiniLM cosines of unrelated texts sit around 0.0-0.2
-    for t in ev.values():
-        assert calibrated_score(None, t) < MATCH_THRESHOLD
-        assert calibrated_score(unrelated_cosine, t) < MATCH_THRESHOLD
-    assert calibrated_score(unrelated_cosine, None) < MATCH_THRESHOLD
+    terms = doctext.query_terms(query)
+    db_counts = [sum(all(w in " ".join([t, *ls, *cs]).lower() for w in [term])
+                     for t, ls, cs in PROTOCOLS.values()) for term in terms]
+    asked = words(terms, db_counts, len(PROTOCOLS))
+    names = list(PROTOCOLS)
+    cands = []
+    for name in names:
+        title, labels, contents = PROTOCOLS[name]
+        lex = asked.of(*asked.holds(title, " ".join(labels + contents)))
+        cands.append(Candidate(Evidence(None if cosines is None else cosines[name], ev[name],
+                                        lex), MATCH_THRESHOLD))
+    ranked = sorted((cosines or {}).values(), reverse=True)
+    context = Context(TEXT_ONLY if cosines is None else HYBRID,
+                      ranked[0] if ranked else None, ranked[-1] if ranked else None,
+                      len(PROTOCOLS))
+    return {n: s.score for n, s in zip(names, matching.score(cands, context), strict=True)}
+
+
+def test_unrelated_query_matches_nothing_in_every_mode() -> None:
+    assert max(_scores(UNRELATED, None).values()) < MATCH_THRESHOLD
+    unrelated = dict.fromkeys(PROTOCOLS, 0.10)  # MiniLM cosines of unrelated texts
+    assert max(_scores(UNRELATED, unrelated).values()) < MATCH_THRESHOLD
 
 
 def test_a_query_without_indexable_words_has_no_text_evidence() -> None:
@@ -187,54 +179,15 @@ def test_a_query_without_indexable_words_has_no_text_evidence() -> None:
 
 
 def test_right_protocol_is_a_match_and_the_others_are_not_text_only() -> None:
-    ev = _text_evidence("deploy the frontend bundle to the CDN")
-    assert ev is not None
-    scores = {name: calibrated_score(None, t) for name, t in ev.items()}
+    scores = _scores("deploy the frontend bundle to the CDN", None)
     assert scores["deploy-frontend"] >= MATCH_THRESHOLD
     assert scores["rotate-keys"] < MATCH_THRESHOLD
     assert scores["backup-db"] < MATCH_THRESHOLD
 
 
 def test_right_protocol_is_a_match_and_the_others_are_not_hybrid() -> None:
-    ev = _text_evidence("dump and compress the postgres database")
-    assert ev is not None
     cosines = {"deploy-frontend": 0.12, "rotate-keys": 0.08, "backup-db": 0.62}
-    scores = {name: calibrated_score(cosines[name], ev[name]) for name in PROTOCOLS}
+    scores = _scores("dump and compress the postgres database", cosines)
     assert scores["backup-db"] >= MATCH_THRESHOLD
     assert max(scores["deploy-frontend"], scores["rotate-keys"]) < MATCH_THRESHOLD
     assert max(scores, key=lambda name: scores[name]) == "backup-db"
-
-
-def test_vector_only_threshold_sits_between_related_and_unrelated_cosines() -> None:
-    assert calibrated_score(0.15, None) < MATCH_THRESHOLD
-    assert calibrated_score(0.65, None) >= MATCH_THRESHOLD
-
-
-def test_an_entry_at_its_boundary_scores_the_default_min_score() -> None:
-    """Knowledge entries map their match boundary to the unified search's default
-    min_score (0.50 with vectors, 0.35 with text alone), protocols theirs to 0.30."""
-    for cal, anchor in ((scoring.ENTRY_HYBRID, 0.50), (scoring.ENTRY_VECTOR_ONLY, 0.50)):
-        z_star = (math.log(anchor / (1 - anchor)) - cal.bias) / cal.dense
-        dense, text = z_star, (0.0 if cal is scoring.ENTRY_HYBRID else None)
-        assert calibrated_score(dense, text, entry=True) == pytest.approx(anchor, abs=1e-6)
-        assert calibrated_score(dense, text) < MATCH_THRESHOLD + 0.2
-    z_text = (math.log(0.35 / 0.65) - scoring.ENTRY_TEXT_ONLY.bias) / scoring.ENTRY_TEXT_ONLY.text
-    assert calibrated_score(None, z_text, entry=True) == pytest.approx(0.35, abs=1e-6)
-
-
-def test_score_bound_is_never_below_a_protocol_or_an_entry_score() -> None:
-    """``score_bound`` uses the entries' calibrations: each must score any evidence at
-    least as high as its protocol counterpart, or the unified search could drop a protocol
-    that reaches the floor."""
-    dense = np.linspace(-1.0, 1.0, 41)
-    for t in np.linspace(0.0, 1.0, 21):
-        bound = scoring.score_bound(dense, np.full_like(dense, t))
-        for d, b in zip(dense.tolist(), bound.tolist(), strict=True):
-            assert b >= calibrated_score(d, t) - 1e-9
-            assert b == pytest.approx(calibrated_score(d, t, entry=True))
-    bound = scoring.score_bound(dense, None)
-    for d, b in zip(dense.tolist(), bound.tolist(), strict=True):
-        assert b >= calibrated_score(d, None) - 1e-9
-    text_only = scoring.score_bound(np.full(21, np.nan), np.linspace(0.0, 1.0, 21))
-    for t, b in zip(np.linspace(0.0, 1.0, 21).tolist(), text_only.tolist(), strict=True):
-        assert b >= calibrated_score(None, t) - 1e-9

@@ -131,6 +131,35 @@ def test_search(env: Path, tmp_path: Path) -> None:
     assert json.loads(run("search", "--json", "").stdout)["field"] == "query"
 
 
+def test_search_explain_and_triggers(env: Path, tmp_path: Path) -> None:
+    doc = tmp_path / "outage.md"
+    doc.write_text("---\ntriggers:\n  - the site is down\n---\n" + THREE_STEPS, "utf-8")
+    assert run("mint", str(doc)).exit_code == 0
+    shown = run("search", "--explain", "project setup")
+    assert shown.exit_code == 0, shown.output
+    first = shown.stdout.splitlines()[0].split("\t")
+    assert first[0] == "yes" and first[3] == "Project Setup"
+    assert first[-1] == "listed: the query is this record's title"
+    assert "protocols: relevant" in shown.stderr
+    raw = json.loads(run("search", "--explain", "--json", "project setup").stdout)
+    assert raw["candidates"][0]["evidence"]["every_word_in_title"] is True
+    uri = raw["candidates"][0]["uri"]
+    listed = run("triggers", uri)
+    assert listed.exit_code == 0 and listed.stdout == "author\t\t\t\tthe site is down\n"
+    k = make_kairos(env)
+    k.search("set the project up", Caller(id="local"))
+    k.search_engine.learning.flush()
+    finish_a_run(k, [s["uri"] for s in k.dump(uri, protocol=True)["steps"]])
+    k.close()
+    learned = json.loads(run("triggers", "--json", uri).stdout)["learned"]
+    assert [x["text"] for x in learned] == ["set the project up"]
+    assert learned[0]["id"] in run("triggers", uri).stdout
+    forgot = json.loads(run("triggers", "--json", "--forget", learned[0]["id"], uri).stdout)
+    assert forgot["removed"] == 1 and forgot["learned"] == []
+    missing = run("triggers", "--forget", learned[0]["id"], uri)
+    assert missing.exit_code == 1 and "[NOT_FOUND]" in one_error(missing.stderr)
+
+
 def test_doctor_shows_values_their_sources_and_health(env: Path,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KAIROS_API_TOKENS", "very-secret-token:A")
@@ -190,8 +219,10 @@ def test_transfer_classifies_every_table() -> None:
 
 def populate(k: Kairos) -> None:
     """Something in every exported table: protocols, a finished and an active run,
-    metrics, categories, an experience and a manual."""
+    metrics, a learned trigger, categories, an experience and a manual."""
     steps = [s["uri"] for s in k.mint(THREE_STEPS)["items"][0]["steps"]]
+    k.search("set up a new project", Caller(id="agent-1"))  # learned by the run that follows
+    k.search_engine.learning.flush()
     finish_a_run(k, steps, Caller(id="agent-1"))
     k.begin(steps[0], Caller(id="agent-2"))
     k.mint("# Single\n\n## Only\n\nConfirm it.\n\nPROOF OF WORK: comment min_length=20\n")

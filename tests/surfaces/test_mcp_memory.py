@@ -217,3 +217,28 @@ def test_the_process_session_id_comes_from_the_environment() -> None:
     made = process_session_id({})
     assert len(made) == 32 and int(made, 16) >= 0
     assert process_session_id({}) != made
+
+
+async def test_an_agent_search_then_a_proven_run_teaches_a_trigger(client: Client,
+                                                                   kairos: Kairos) -> None:
+    """Over MCP as an agent works: the front matter's triggers show in kairos_dump, and the
+    search that led to a proven run becomes a learned trigger that kairos_dump lists."""
+    doc = "---\ntriggers: [bootstrap a repository]\n---\n" + THREE_STEPS
+    steps = [s["uri"] for s in (await call(client, "kairos_mint", {"markdown_doc": doc}))[
+        "items"][0]["steps"]]
+    dumped = await call(client, "kairos_dump", {"uri": steps[0], "protocol": True})
+    assert dumped["triggers"] == ["bootstrap a repository"]
+    assert dumped["markdown_doc"].startswith('---\ntriggers:\n  - "bootstrap a repository"')
+    found = await call(client, "kairos_search", {"query": "start a fresh project folder"})
+    assert found["choices"][0]["uri"] == steps[0]
+    kairos.search_engine.learning.flush()
+    response = await call(client, "kairos_begin", {"uri": steps[0]})
+    for uri in steps[1:]:
+        response = await call(client, "kairos_next", {
+            "uri": uri, "solution": shell_ok(response["challenge"])})
+    attested = await call(client, "kairos_attest", {
+        "uri": steps[-1], "outcome": "success", "message": "done",
+        "solution": shell_ok(response["challenge"])})
+    assert attested["proven"] is True
+    dumped = await call(client, "kairos_dump", {"uri": steps[0], "protocol": True})
+    assert dumped["learned_triggers"] == ["start a fresh project folder"]

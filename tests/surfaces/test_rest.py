@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from kairos.api.app import INTERNAL_BODY
-from kairos.service import Kairos
+from kairos.service import Caller, Kairos
 from tests.spec.seedkit import THREE_STEPS, shell_ok
 from tests.surfaces.conftest import run_three
 
@@ -71,6 +71,41 @@ async def test_protocol_routes(http: httpx.AsyncClient) -> None:
     assert deleted.json()["total_deleted"] == 1
     gone = await http.get(f"/api/v1/protocols/{steps[2].removeprefix('kairos://mem/')}")
     assert gone.status_code == 404
+
+
+async def test_triggers_and_explain_over_rest(http: httpx.AsyncClient, kairos: Kairos) -> None:
+    doc = "---\ntriggers: [the site is down]\n---\n" + THREE_STEPS
+    steps = [s["uri"] for s in (await http.post(
+        "/api/v1/protocols", json={"markdown_doc": doc})).json()["items"][0]["steps"]]
+    step_id = steps[0].removeprefix("kairos://mem/")
+    await http.post("/api/v1/protocols/search", json={"query": "set the project up"},
+                    headers={"X-CHL-Session": "rest-agent"})
+    kairos.search_engine.learning.flush()
+    agent = Caller(id="rest-agent")
+    response = kairos.begin(steps[0], agent)
+    for uri in steps[1:]:
+        response = kairos.next(uri, shell_ok(response["challenge"]), agent)
+    kairos.attest(steps[-1], "success", "done", agent,
+                  solution=shell_ok(response["challenge"]))
+    listed = await http.get(f"/api/v1/protocols/{step_id}/triggers")
+    assert listed.status_code == 200
+    body = listed.json()
+    assert body["triggers"] == ["the site is down"]
+    assert [x["text"] for x in body["learned"]] == ["set the project up"]
+    trigger_id = body["learned"][0]["id"]
+    gone = await http.delete(f"/api/v1/protocols/{step_id}/triggers/{trigger_id}")
+    assert gone.status_code == 200 and gone.json()["removed"] == 1
+    again = await http.delete(f"/api/v1/protocols/{step_id}/triggers/{trigger_id}")
+    assert again.status_code == 404 and again.json()["field"] == "trigger_ids"
+    assert (await http.delete(f"/api/v1/protocols/{step_id}/triggers")).json()["removed"] == 0
+    explained = await http.post("/api/v1/search", json={
+        "query": "project setup", "types": ["protocol"], "explain": True})
+    assert explained.status_code == 200
+    candidates = explained.json()["explain"]["candidates"]
+    assert candidates[0]["uri"] == steps[0] and candidates[0]["listed"] is True
+    assert set(candidates[0]["evidence"]["dense_by_role"]) == {"doc", "trigger", "learned"}
+    bad = await http.post("/api/v1/search", json={"query": "x", "explain": "yes please"})
+    assert bad.status_code == 422 and bad.json()["field"] == "explain"
 
 
 async def test_the_error_shape_is_pinned(http: httpx.AsyncClient) -> None:

@@ -145,3 +145,42 @@ def test_an_entry_written_and_found_with_a_token(kairos: Kairos, chromium: Any) 
             s.context.close()
     assert kairos.browse_entries(Caller("team"))["total"] == 1
     assert kairos.browse_entries()["total"] == 0
+
+
+def test_triggers_are_shown_and_a_learned_one_removed_and_search_explains(
+        site: Site, kairos: Kairos) -> None:
+    doc = "---\ntriggers:\n  - ship the release to customers\n---\n" + RELEASE
+    steps = [s["uri"] for s in kairos.mint(doc)["items"][0]["steps"]]
+    agent = Caller(id="browser-agent")
+    kairos.search("get the new version out the door", agent)
+    kairos.search_engine.learning.flush()
+    response = kairos.begin(steps[0], agent)
+    answers = [{"shell": {"exit_code": 0, "stdout": "", "stderr": ""}},
+               {"user_input": {"confirmation": "yes"}},
+               {"mcp": {"tool_name": "release_tool", "success": True, "arguments": {},
+                        "result": None}}]
+    for uri, answer in zip(steps[1:], answers, strict=False):
+        ch = response["challenge"]
+        response = kairos.next(uri, {"type": ch["type"], "nonce": ch["nonce"],
+                                     "proof_hash": ch["proof_hash"], **answer}, agent)
+    ch = response["challenge"]
+    kairos.attest(steps[-1], "success", "done", agent, solution={
+        "type": "comment", "nonce": ch["nonce"], "proof_hash": ch["proof_hash"],
+        "comment": {"text": "Released v2.3 to production from the browser test."}})
+    assert kairos.triggers(steps[0])["learned"]
+
+    page = site.go(f"#/protocol/{steps[0].removeprefix('kairos://mem/')}")
+    page.wait_for_selector("table.learned-triggers")
+    section = page.locator("#triggers")
+    assert "ship the release to customers" in section.locator("ul.author-triggers").inner_text()
+    assert "get the new version out the door" in section.inner_text()
+    page.click("table.learned-triggers button")
+    page.wait_for_selector("#triggers >> text=No learned triggers yet.")
+    assert kairos.triggers(steps[0])["learned"] == []
+
+    page = site.go("#/search?q=release+check&types=protocol")
+    page.click("#explain summary")
+    row = page.wait_for_selector('#explain tr[data-listed="yes"]')
+    assert "Browser release check" in row.inner_text() and "listed:" in row.inner_text()
+    assert "Relevant: relevance" in page.locator("#explain").inner_text()
+    site.check_offline()

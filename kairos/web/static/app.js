@@ -120,7 +120,7 @@ async function pageSearch(params) {
           h("td", {}, h("span", { class: `badge ${c.role === "match" ? "ok" : ""}` }, c.role)),
           h("td", {}, choiceLink(c)),
           h("td", {}, c.score === null || c.score === undefined ? "–" : c.score.toFixed(2)),
-          h("td", { class: "hide-narrow" }, (c.tags || []).join(", "))))))));
+          h("td", { class: "hide-narrow" }, (c.tags || []).join(", "))))))), explainPanel(q));
     } catch (e) { add(results, problem(e)); }
   }
   const entryTypes = types.filter((t) => t !== "protocol");
@@ -199,6 +199,7 @@ async function pageProtocol(id) {
       h("h3", {}, `${st.position}. ${st.label}`),
       st.body ? h("div", { class: "prose" }, st.body) : null,
       h("div", { class: "challenge" }, h("span", { class: "badge" }, KINDS[st.challenge.type] || st.challenge.type), " ", challengeText(st.challenge)))),
+    triggerPanel(id),
     h("h2", {}, "Quality over time"), qualityChart(quality.series, p.chain_label),
     h("h2", {}, "Markdown"),
     h("details", {}, h("summary", {}, "Show the protocol as markdown"), h("pre", { id: "markdown" }, dump.markdown_doc)));
@@ -336,6 +337,63 @@ async function pageQuality(params) {
   const q = await api("GET", `/api/v1/protocols/${target}/quality`);
   add(main, h("h2", {}, h("a", { href: `#/protocol/${target}` }, q.chain_label)), qualityChart(q.series, q.chain_label));
 }
+
+// --- search evidence and triggers (begin) ---------------------------------------------------
+// Why a search lists what it lists (the unified search's `explain`), and a protocol's
+// author and learned triggers, with the removal of learned ones.
+
+const num = (x) => (x === null || x === undefined ? "–" : Number(x).toFixed(2));
+
+function explainPanel(q) {
+  const body = h("div", { class: "table-wrap" }, h("p", { class: "muted" }, "Loading…"));
+  const panel = h("details", { id: "explain" }, h("summary", {}, "Why these protocols? Each candidate's evidence"), body);
+  panel.addEventListener("toggle", async () => {
+    if (!panel.open || panel.dataset.loaded) return;
+    panel.dataset.loaded = "yes";
+    try {
+      const r = await api("POST", "/api/v1/search", { query: q, types: ["protocol"], min_score: 0.3, limit: 10, explain: true });
+      const e = r.explain;
+      const rel = e.relevance.protocols;
+      fill(body,
+        rel ? h("p", {}, `${rel.relevant ? "Relevant" : "Nothing relevant enough"}: relevance ${num(rel.value)} against a boundary of ${num(rel.boundary)} (best cosine ${num(rel.best_cosine)}, background ${num(rel.background_cosine)}, ${rel.documents} protocols).`) : null,
+        h("table", {},
+          h("thead", {}, h("tr", {}, ["protocol", "score", "dense", "trigger", "learned", "words", "title", "why"].map((c) => h("th", {}, c)))),
+          h("tbody", {}, e.candidates.map((c) => h("tr", { "data-listed": c.listed ? "yes" : "no" },
+            h("td", {}, c.uri ? h("a", { href: `#/protocol/${idOf(c.uri)}` }, c.title) : c.title),
+            h("td", {}, num(c.score)),
+            h("td", {}, num(c.evidence.dense_by_role.doc)),
+            h("td", {}, num(c.evidence.dense_by_role.trigger)),
+            h("td", {}, num(c.evidence.dense_by_role.learned)),
+            h("td", {}, pct(c.evidence.share)),
+            h("td", {}, pct(c.evidence.title_share)),
+            h("td", { class: "muted" }, c.why))))));
+    } catch (err) { fill(body, problem(err)); }
+  });
+  return panel;
+}
+
+function triggerPanel(id) {
+  const box = h("section", { id: "triggers", "aria-label": "Triggers" }, h("h2", {}, "Triggers"), h("p", { class: "muted" }, "Loading…"));
+  const show = (t) => {
+    const forget = async (path) => {
+      try { show(await api("DELETE", path)); } catch (err) { box.append(problem(err)); }
+    };
+    fill(box, h("h2", {}, "Triggers"),
+      h("p", { class: "muted" }, "Example requests that say when to use this protocol: the author's (front matter), and queries that led to proven successful runs (learned, at most ", String(t.learned_limit), ")."),
+      t.triggers.length ? h("ul", { class: "author-triggers" }, t.triggers.map((x) => h("li", {}, x))) : h("p", { class: "muted" }, "No author triggers."),
+      t.learned.length ? h("div", { class: "table-wrap" }, h("table", { class: "learned-triggers" },
+        h("thead", {}, h("tr", {}, h("th", {}, "learned trigger"), h("th", {}, "runs"), h("th", {}, "last used"), h("th", {}, ""))),
+        h("tbody", {}, t.learned.map((x) => h("tr", {},
+          h("td", {}, x.text), h("td", {}, x.runs), h("td", {}, when(x.last_seen)),
+          h("td", {}, h("button", { type: "button", class: "danger", "aria-label": `Remove the learned trigger ${x.text}`,
+            onclick: () => forget(`/api/v1/protocols/${id}/triggers/${x.id}`) }, "Remove"))))))) : h("p", { class: "muted" }, "No learned triggers yet."),
+      t.learned.length > 1 ? h("button", { type: "button", class: "danger", onclick: () => forget(`/api/v1/protocols/${id}/triggers`) }, "Remove all learned triggers") : null);
+  };
+  api("GET", `/api/v1/protocols/${id}/triggers`).then(show, (err) => fill(box, h("h2", {}, "Triggers"), problem(err)));
+  return box;
+}
+
+// --- search evidence and triggers (end) -----------------------------------------------------
 
 // --- router -------------------------------------------------------------------------------
 
