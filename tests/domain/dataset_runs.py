@@ -3,7 +3,9 @@ record of a genuine chain, every refused one the engine's own refusal."""
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import replace
+from datetime import datetime, timedelta
 from typing import Any
 
 from kairos.domain import engine
@@ -63,6 +65,11 @@ def bad(step: int) -> dict[str, Any]:
     return answers[step]
 
 
+def _nonce(run_id: str, n: int) -> str:
+    """Shaped like the server's (32 hex digits), the same for the same run every time."""
+    return hashlib.sha256(f"{run_id}/{n}".encode()).hexdigest()[:32]
+
+
 def play(run_id: str, bodies: list[dict[str, Any]], *, outcome: str | None,
          proto: ProtocolData | None = None, created_at: str = "2026-05-01T10:00:00+00:00",
          message: str | None = None, request: str | None = None,
@@ -72,7 +79,8 @@ def play(run_id: str, bodies: list[dict[str, Any]], *, outcome: str | None,
     proto = proto or protocol()
     views = [engine.StepView(s.uri, s.content, from_issued({**s.challenge}), s.label)
              for s in proto.steps]
-    state, _ = engine.begin(views, 0, run_id, f"{run_id}-n0")
+    start = datetime.fromisoformat(created_at)
+    state, _ = engine.begin(views, 0, run_id, _nonce(run_id, 0))
     proofs: list[dict[str, Any]] = []
     refusals: list[RefusedAnswer] = []
     for i, body in enumerate(bodies):
@@ -80,9 +88,9 @@ def play(run_id: str, bodies: list[dict[str, Any]], *, outcome: str | None,
         kind = state.challenge["type"]
         solution = {"type": kind, "nonce": state.challenge["nonce"],
                     "proof_hash": state.head, kind: body}
-        stamp = f"2026-05-01T10:00:{i + 1:02d}+00:00"
+        stamp = (start + timedelta(seconds=20 * (i + 1))).isoformat()
         out = engine.answer(views, state, solution, sent_uri=proto.steps[0].uri,
-                            new_nonce=f"{run_id}-n{i + 1}", now=stamp)
+                            new_nonce=_nonce(run_id, i + 1), now=stamp)
         if isinstance(out, engine.Accepted):
             proofs.append(out.record)
         else:
