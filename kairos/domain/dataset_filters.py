@@ -6,13 +6,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .errors import ValidationError
+from .run_data import RunData
 from .uris import parse_uri, to_uri
-
-if TYPE_CHECKING:
-    from .datasets import RunData
 
 OUTCOMES = ("success", "failure")
 _WHEN = "a date (YYYY-MM-DD) or an ISO-8601 date and time"

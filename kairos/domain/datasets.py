@@ -1,26 +1,25 @@
 """Runs as training data: traces with rewards, chat transcripts for supervised fine-tuning,
-and preference pairs. Pure: a run comes in as plain data (``RunData``), records go out as
-JSON-ready dicts. The formats are described field by field in ``docs/datasets.md``.
+and preference pairs. Pure: a run comes in as plain data (``run_data.RunData``), records go
+out as JSON-ready dicts. The formats are described field by field in ``docs/datasets.md``.
 
 A success counts only when it is **proven** (every step's answer is in the chain): the
 others are left out unless asked for, and flagged when they are in. Failures always count.
-Chat texts show a challenge and its answer without the nonce and the hash to echo: they
-are random per run, nothing a model can learn, and they would make two runs' prompts
-differ. The trace keeps them, so its chain can be recomputed (``check_trace``).
+The chat formats leave out each run's nonces and hashes (``dataset_chat``); the trace keeps
+them, so its chain can be recomputed from the record alone (``check_trace``).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator, Mapping
 from datetime import datetime
 from typing import Any
 
-from .dataset_filters import OUTCOMES, Filters
+from .dataset_chat import answer_text, compact, step_of, turns
+from .dataset_filters import Filters
 from .errors import ValidationError
 from .proof import Break, verify_chain
+from .run_data import ProtocolData, RefusedAnswer, RunData, StepData
 
 TRACE, SFT, PREFERENCE = "trace-jsonl", "sft-jsonl", "preference-jsonl"
 FORMATS = (TRACE, SFT, PREFERENCE)
@@ -31,84 +30,7 @@ ACCEPTED, REFUSED, UNANSWERED, NOT_REACHED = "accepted", "refused", "unanswered"
 # What a preference pair's rejected answer is: the failed run's accepted answer at that
 # step, its last refused answer, or (neither known) its report of the failure.
 FROM_ACCEPTED, FROM_REFUSED, FROM_ATTESTATION = "accepted", "refused", "attestation"
-_UNSHOWN = ("nonce", "proof_hash")  # per-run values, kept out of chat texts
 _LINE_BREAKS = ("\x85", "\u2028", "\u2029")  # json.dumps escapes the others (< 0x20)
-
-
-@dataclass(frozen=True)
-class StepData:
-    uri: str
-    label: str
-    content: str
-    challenge: Mapping[str, Any]  # as declared: {"type", "description", "<type>": {...}}
-
-
-@dataclass(frozen=True)
-class ProtocolData:
-    uri: str                      # the URI of step 1, which names the protocol
-    title: str
-    version: int | None           # the version the run followed; None before versions
-    markdown: str
-    steps: tuple[StepData, ...]
-
-    @property
-    def content_hash(self) -> str:
-        """sha256 of the markdown's UTF-8 bytes: pins the text the run followed."""
-        return hashlib.sha256(self.markdown.encode("utf-8")).hexdigest()
-
-
-@dataclass(frozen=True)
-class RefusedAnswer:
-    """A refused answer, as far as it is known (at least its step)."""
-
-    step_index: int
-    error_code: str | None = None
-    solution: Any = None
-    time: str | None = None
-
-
-@dataclass(frozen=True)
-class RunData:
-    run_id: str
-    space: str
-    caller: str
-    status: str
-    outcome: str | None           # success, failure, or None while it has none
-    proven: bool
-    created_at: str               # ISO-8601
-    updated_at: str
-    protocol: ProtocolData
-    proofs: tuple[Mapping[str, Any], ...]  # the chain, in order, each with its proof_hash
-    head: str                     # the chain head the store holds for the run
-    message: str | None = None    # the attestation's message
-    quality_bonus: float | None = None
-    llm_model_id: str | None = None
-    attested_step: int | None = None  # index of the step the outcome was attested at
-    request: str | None = None    # what the agent was asked, when known
-    refusals: tuple[RefusedAnswer, ...] = field(default=())
-
-    @property
-    def proven_success(self) -> bool:
-        return self.outcome == "success" and self.proven
-
-    def counts(self, include_unproven: bool = False) -> bool:
-        """Whether the run belongs in a dataset: a failure, a proven success, or (asked
-        for) an unproven success. A run without an outcome never does."""
-        return (self.outcome == "failure" or self.proven_success
-                or (self.outcome == "success" and include_unproven))
-
-    def accepted(self) -> dict[int, Mapping[str, Any]]:
-        return {int(p["step_index"]): p for p in self.proofs}
-
-    def failed_step(self) -> int:
-        """Where a run failed: the first step whose answer was never accepted; when every
-        step was, the step its failure was attested at (else the last)."""
-        done = self.accepted()
-        size = max(len(self.protocol.steps), max(done, default=-1) + 1)
-        for index in range(size):
-            if index not in done:
-                return index
-        return self.attested_step if self.attested_step is not None else size - 1
 
 
 # --- shared pieces ----------------------------------------------------------------------------
@@ -130,72 +52,13 @@ def _meta(run: RunData) -> dict[str, Any]:
             "created_at": run.created_at}
 
 
-def _compact(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-
-
-def _shown(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return {k: v for k, v in value.items() if k not in _UNSHOWN}
-    return value
-
-
-def _step(protocol: ProtocolData, index: int) -> StepData | None:
-    return protocol.steps[index] if 0 <= index < len(protocol.steps) else None
-
-
-def _challenge(run: RunData, index: int) -> Mapping[str, Any] | None:
-    """The challenge of a step as it was issued to this run, else as declared."""
-    proof = run.accepted().get(index)
-    if proof is not None and isinstance(proof.get("challenge"), Mapping):
-        return proof["challenge"]
-    step = _step(run.protocol, index)
-    return step.challenge if step else None
-
-
-def step_text(run: RunData, index: int) -> str:
-    """A user turn: the step, what it asks, and its challenge (without nonce or hash)."""
-    step = _step(run.protocol, index)
-    total = len(run.protocol.steps)
-    head = f"Step {index + 1} of {total}" + (f": {step.label}" if step and step.label else "")
-    parts = [head]
-    if step and step.content.strip():
-        parts.append(step.content.strip())
-    challenge = _challenge(run, index)
-    if challenge is not None:
-        parts.append("Challenge: " + _compact(_shown(challenge)))
-    return "\n\n".join(parts)
-
-
-def system_text(protocol: ProtocolData) -> str:
-    return (f"You are running the protocol \u201c{protocol.title}\u201d, step by step. Each "
-            "step ends with a challenge; answer it with the solution object, as JSON.")
-
-
-def request_text(run: RunData) -> str:
-    return run.request or f"Run the protocol \u201c{run.protocol.title}\u201d."
-
-
-def _turns(run: RunData, upto: int) -> list[dict[str, str]]:
-    """system, then the request with step 1, then each accepted answer and the next step,
-    through the user turn of step ``upto``: roles alternate as chat templates require."""
-    answers = run.accepted()
-    messages = [{"role": "system", "content": system_text(run.protocol)},
-                {"role": "user", "content": request_text(run) + "\n\n" + step_text(run, 0)}]
-    for index in range(upto):
-        messages.append({"role": "assistant",
-                         "content": _compact(_shown(answers[index]["solution"]))})
-        messages.append({"role": "user", "content": step_text(run, index + 1)})
-    return messages
-
-
 # --- trace-jsonl ------------------------------------------------------------------------------
 
 
 def trace_record(run: RunData) -> dict[str, Any]:
     """Every step of one run: what it asked, its challenge, the accepted answer's proof
     record (the chain, whole), the refusals known; the outcome and its reward."""
-    done = run.accepted()
+    done = run.accepted
     refused: dict[int, list[dict[str, Any]]] = {}
     for r in run.refusals:
         refused.setdefault(r.step_index, []).append(
@@ -205,7 +68,7 @@ def trace_record(run: RunData) -> dict[str, Any]:
     shown = len(done)  # the step after the last accepted one was shown
     steps = []
     for index in range(size):
-        step = _step(run.protocol, index)
+        step = step_of(run.protocol, index)
         proof = done.get(index)
         if proof is not None:
             state = ACCEPTED
@@ -253,14 +116,14 @@ def sft_record(run: RunData) -> dict[str, Any] | None:
     """A run's conversation: each step a user turn, each accepted answer the assistant's.
     None when no step was answered (nothing to learn from)."""
     answered = 0
-    done = run.accepted()
+    done = run.accepted
     while answered in done:
         answered += 1
     if not answered:
         return None
-    messages = _turns(run, answered - 1)
+    messages = turns(run, answered - 1)
     messages.append({"role": "assistant",
-                     "content": _compact(_shown(done[answered - 1]["solution"]))})
+                     "content": answer_text(done[answered - 1]["solution"])})
     return {"messages": messages, **_meta(run)}
 
 
@@ -279,17 +142,17 @@ def sft_records(runs: Iterable[RunData], *, include_unproven: bool = False
 
 def _rejected(run: RunData, index: int) -> tuple[str, str]:
     """What the failed run answered at ``index``, and where that comes from."""
-    proof = run.accepted().get(index)
+    proof = run.accepted.get(index)
     if proof is not None:
-        return _compact(_shown(proof["solution"])), FROM_ACCEPTED
+        return answer_text(proof["solution"]), FROM_ACCEPTED
     known = [r for r in run.refusals if r.step_index == index and r.solution is not None]
     if known:
-        return _compact(_shown(known[-1].solution)), FROM_REFUSED
-    return _compact({"outcome": "failure", "message": run.message or ""}), FROM_ATTESTATION
+        return answer_text(known[-1].solution), FROM_REFUSED
+    return compact({"outcome": "failure", "message": run.message or ""}), FROM_ATTESTATION
 
 
 def _key(run: RunData, index: int) -> tuple[Any, ...] | None:
-    step = _step(run.protocol, index)
+    step = step_of(run.protocol, index)
     if step is None:
         return None
     return (run.protocol.uri, run.protocol.version, run.protocol.content_hash, index, step.uri)
@@ -302,7 +165,7 @@ def _instant(stamp: str) -> float:
         return 0.0
 
 
-def preference_records(runs: Sequence[RunData], *, pairs_per_failure: int = 1
+def preference_records(runs: Iterable[RunData], *, pairs_per_failure: int = 1
                        ) -> Iterator[dict[str, Any]]:
     """Pairs of a proven success (chosen) and a failure (rejected) of the same protocol
     version, at the step where the failure failed. The prompt is the success's own
@@ -312,27 +175,38 @@ def preference_records(runs: Sequence[RunData], *, pairs_per_failure: int = 1
             or not 1 <= pairs_per_failure <= PAIRS_PER_FAILURE_MAX):
         raise ValidationError("pairs_per_failure",
                               f"an integer from 1 to {PAIRS_PER_FAILURE_MAX}")
-    successes = [r for r in runs if r.proven_success]
+    return _pairs(list(runs), pairs_per_failure)
+
+
+def _pairs(runs: list[RunData], limit: int) -> Iterator[dict[str, Any]]:
+    # Each proven success under every (protocol version, step) it answered, once.
+    answered: dict[tuple[Any, ...], list[tuple[float, str, RunData]]] = {}
+    for success in runs:
+        if success.proven_success:
+            when = _instant(success.created_at)
+            for index in success.accepted:
+                key = _key(success, index)
+                if key is not None:
+                    answered.setdefault(key, []).append((when, success.run_id, success))
     for failure in runs:
         if failure.outcome != "failure":
             continue
         index = failure.failed_step()
         key = _key(failure, index)
-        if key is None:
+        if key is None or key not in answered:
             continue
         rejected, source = _rejected(failure, index)
-        matches = [s for s in successes if _key(s, index) == key
-                   and index in s.accepted() and s.run_id != failure.run_id]
         when = _instant(failure.created_at)
-        matches.sort(key=lambda s: (abs(_instant(s.created_at) - when), s.run_id))
+        nearest = sorted(((abs(t - when), run_id, s) for t, run_id, s in answered[key]
+                          if run_id != failure.run_id), key=lambda near: near[:2])
         paired = 0
-        for success in matches:
-            chosen = _compact(_shown(success.accepted()[index]["solution"]))
+        for _, _, success in nearest:
+            chosen = answer_text(success.accepted[index]["solution"])
             if chosen == rejected:
                 continue  # the same answer on both sides teaches nothing
             yield _pair(success, failure, index, chosen, rejected, source)
             paired += 1
-            if paired == pairs_per_failure:
+            if paired == limit:
                 break
 
 
@@ -340,7 +214,7 @@ def _pair(success: RunData, failure: RunData, index: int, chosen: str, rejected:
           source: str) -> dict[str, Any]:
     step = success.protocol.steps[index]
     return {
-        "prompt": _turns(success, index),
+        "prompt": turns(success, index),
         "chosen": [{"role": "assistant", "content": chosen}],
         "rejected": [{"role": "assistant", "content": rejected}],
         "chosen_run_id": success.run_id, "rejected_run_id": failure.run_id,
@@ -364,7 +238,7 @@ def export(fmt: str, runs: Iterable[RunData], filters: Filters | None = None, *,
     if fmt not in FORMATS:
         raise ValidationError("format", "one of " + ", ".join(FORMATS))
     filters = filters or Filters()
-    chosen = [r for r in runs if filters.selects(r)]
+    chosen = (r for r in runs if filters.selects(r))
     unproven = not filters.proven_only
     if fmt == TRACE:
         return trace_records(chosen, include_unproven=unproven)
@@ -384,8 +258,7 @@ def to_jsonl(record: Mapping[str, Any]) -> str:
 
 
 __all__ = ["ACCEPTED", "FORMATS", "FROM_ACCEPTED", "FROM_ATTESTATION", "FROM_REFUSED",
-           "NOT_REACHED", "OUTCOMES", "PAIRS_PER_FAILURE_MAX", "PREFERENCE", "REFUSED", "SFT",
-           "TRACE", "UNANSWERED", "Filters", "ProtocolData", "RefusedAnswer", "RunData",
-           "StepData", "check_trace", "export", "preference_records", "request_text",
-           "reward", "sft_record", "sft_records", "step_text", "system_text", "to_jsonl",
-           "trace_record", "trace_records"]
+           "NOT_REACHED", "PAIRS_PER_FAILURE_MAX", "PREFERENCE", "REFUSED", "SFT", "TRACE",
+           "UNANSWERED", "Filters", "ProtocolData", "RefusedAnswer", "RunData", "StepData",
+           "check_trace", "export", "preference_records", "reward", "sft_record",
+           "sft_records", "to_jsonl", "trace_record", "trace_records"]

@@ -10,7 +10,7 @@ from typing import Any
 
 from kairos.domain import engine
 from kairos.domain.challenge import from_issued, make_challenge
-from kairos.domain.datasets import ProtocolData, RefusedAnswer, RunData, StepData
+from kairos.domain.run_data import ProtocolData, RefusedAnswer, RunData, StepData
 
 SHELL = make_challenge("shell", {"cmd": "pytest -q", "timeout_seconds": 30})
 CONFIRM = make_challenge("user_input", {"prompt": "Deploy to staging?"})
