@@ -9,6 +9,7 @@ import ast
 import json
 import re
 import runpy
+import struct
 import subprocess
 import sys
 from pathlib import Path
@@ -158,6 +159,36 @@ JSON = st.recursive(
 @given(JSON)
 def test_the_doc_verifiers_rfc8785_is_the_rfc8785_package(value: Any) -> None:
     assert JCS_OF_DOC(value).encode("utf-8") == rfc8785.dumps(value)
+
+
+# RFC 8785, appendix B (numbers as IEEE 754 bits) and section 3.2.3 (the order of keys).
+RFC8785_NUMBERS = [
+    ("0000000000000000", "0"), ("8000000000000000", "0"), ("0000000000000001", "5e-324"),
+    ("8000000000000001", "-5e-324"), ("7fefffffffffffff", "1.7976931348623157e+308"),
+    ("ffefffffffffffff", "-1.7976931348623157e+308"), ("4340000000000000", "9007199254740992"),
+    ("c340000000000000", "-9007199254740992"), ("4430000000000000", "295147905179352830000"),
+    ("44b52d02c7e14af5", "9.999999999999997e+22"), ("44b52d02c7e14af6", "1e+23"),
+    ("44b52d02c7e14af7", "1.0000000000000001e+23"), ("444b1ae4d6e2ef4e", "999999999999999700000"),
+    ("444b1ae4d6e2ef4f", "999999999999999900000"), ("444b1ae4d6e2ef50", "1e+21"),
+    ("3eb0c6f7a0b5ed8c", "9.999999999999997e-7"), ("3eb0c6f7a0b5ed8d", "0.000001"),
+    ("41b3de4355555553", "333333333.3333332"), ("41b3de4355555554", "333333333.33333325"),
+    ("41b3de4355555555", "333333333.3333333"), ("41b3de4355555556", "333333333.3333334"),
+    ("41b3de4355555557", "333333333.33333343"), ("becbf647612f3696", "-0.0000033333333333333333"),
+    ("43143ff3c1cb0959", "1424953923781206.2")]
+RFC8785_KEYS = {"\u20ac": "Euro Sign", "\r": "Carriage Return", "\ufb33": "Hebrew Letter",
+                "1": "One", "\U0001f600": "Emoji", "\u0080": "Control", "\u00f6": "o"}
+
+
+@pytest.mark.parametrize(("bits", "text"), RFC8785_NUMBERS)
+def test_numbers_are_written_as_rfc8785_shows(bits: str, text: str) -> None:
+    number = struct.unpack(">d", bytes.fromhex(bits))[0]
+    assert JCS_OF_DOC(number) == text == rfc8785.dumps(number).decode()
+
+
+def test_keys_are_sorted_as_rfc8785_shows() -> None:
+    order = list(json.loads(JCS_OF_DOC(RFC8785_KEYS)))
+    assert order == ["\r", "1", "\u0080", "\u00f6", "\u20ac", "\U0001f600", "\ufb33"]
+    assert JCS_OF_DOC(RFC8785_KEYS).encode() == rfc8785.dumps(RFC8785_KEYS)
 
 
 @pytest.mark.parametrize("value", [2**53, -(2**53), float("inf"), float("nan"), "\ud800",
