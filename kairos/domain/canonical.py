@@ -32,9 +32,36 @@ def canonical_json(value: Any) -> str:
     return _JSON_1.encode(value)
 
 
+_SAFE = 2**53 - 1
+
+
+def _plain(value: Any) -> bool:
+    """Whether the json module writes ``value`` byte for byte as RFC 8785 does: its
+    escapes are RFC 8785's, and so is its key order while no key holds a character above
+    U+FFFF; a float is the same text when Python writes it without an exponent and
+    without ``.0`` (from 1e-4 to 1e16, not integral); an integer needs a range check."""
+    kind = type(value)
+    if kind is str or kind is bool or value is None:
+        return True
+    if kind is int:
+        return -_SAFE <= value <= _SAFE
+    if kind is float:
+        return 1e-4 <= abs(value) < 1e16 and not value.is_integer()
+    if kind is dict:
+        return all(type(k) is str and (k.isascii() or max(k) <= "\uffff") and _plain(v)
+                   for k, v in value.items())
+    if kind is list:
+        return all(_plain(v) for v in value)
+    return False
+
+
 def jcs(value: Any) -> bytes:
     """RFC 8785 bytes; ``ValueError`` for what JCS cannot hold (NaN, infinities, integers
-    beyond ±(2^53 - 1), lone surrogates, keys that are not strings)."""
+    beyond ±(2^53 - 1), lone surrogates, keys that are not strings). Written by the json
+    module's C encoder when that gives the same bytes (a chain link of most steps), by
+    the ``rfc8785`` package otherwise."""
+    if _plain(value):
+        return _JSON_1.encode(value).encode("utf-8")
     return rfc8785.dumps(value)
 
 

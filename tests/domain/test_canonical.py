@@ -89,3 +89,18 @@ def test_the_rules_are_the_libraries_they_name(value: Any) -> None:
         value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
         allow_nan=False).encode("utf-8")
     assert canonical_bytes(value, RFC8785) == rfc8785.dumps(value)
+
+
+EDGES = [0.0001, 0.00009999999999999999, 9999999999999998.0, 1e16, 1e16 + 2, 0.1, 1e-7,
+         123.456, 3.0, -3.0, -0.5, 5e-324, 1e21, 2**53 - 1, -(2**53 - 1), "\x7f\u2028\x1f",
+         {"\U0001f680": 1, "\uff5e": 2}, {"\ue000": 1, "\U00010000": 2}, [1.5, {"a": 2.0}]]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.sampled_from(EDGES), st.floats(allow_nan=False, allow_infinity=False),
+                 st.dictionaries(st.text(alphabet=st.characters(codec="utf-8")), st.floats(
+                     allow_nan=False, allow_infinity=False) | st.integers(-(2**53) + 1,
+                                                                          2**53 - 1))))
+def test_the_fast_path_writes_what_the_rfc8785_package_writes(value: Any) -> None:
+    """Most records go through the json module's C encoder: byte for byte the same."""
+    assert canonical_bytes(value, RFC8785) == rfc8785.dumps(value)
