@@ -137,7 +137,7 @@ def main():
             except (KeyError, TypeError, AttributeError, IndexError):  # not this format
                 verdict = dict(valid=False, link="format", field=None, step=None,
                                reason="expected the fields and types of bundle.md")
-            print(json.dumps(dict(file=path, **verdict), ensure_ascii=False))
+            print(json.dumps(dict(file=path, **verdict)))
             status = max(status, 0 if verdict["valid"] else 1)
     except (OSError, ValueError, KeyError, TypeError) as exc:  # unreadable, or not JSON
         return print(f"verify_bundle: {exc!r}", file=sys.stderr) or 2
