@@ -49,9 +49,15 @@ def shell_html(static: Path) -> str:
     return html.replace(STYLESHEET, f"<style>\n{css}</style>")
 
 
-def _same_host(page: HTMLResponse) -> HTMLResponse:
-    page.headers.update(SAME_HOST)
-    return page
+#: Shown at once, until the bundle has parsed and drawn the reference in its place.
+LOADING = ('<p style="font: 16px system-ui, sans-serif; margin: 2rem">KAIROS API reference: '
+           'loading…</p>')
+
+
+def _reference_page(page: HTMLResponse, *, mark: str) -> HTMLResponse:
+    """``page`` kept on this host, with the loading line drawn before its bundle runs."""
+    body = bytes(page.body).decode("utf-8").replace(mark, mark + LOADING, 1)
+    return HTMLResponse(body, headers=SAME_HOST)
 
 
 def mount_ui(app: FastAPI) -> None:
@@ -74,19 +80,21 @@ def mount_ui(app: FastAPI) -> None:
 
     @app.get("/docs", include_in_schema=False)
     def swagger() -> HTMLResponse:
-        return _same_host(get_swagger_ui_html(
+        return _reference_page(get_swagger_ui_html(
             openapi_url=app.openapi_url or "/openapi.json", title="KAIROS API",
             swagger_js_url=f"{DOCS_ASSETS}/swagger-ui-bundle.js",
             swagger_css_url=f"{DOCS_ASSETS}/swagger-ui.css",
             swagger_favicon_url=f"{UI_PREFIX}/favicon.svg",
-            swagger_ui_parameters={"validatorUrl": None}))
+            swagger_ui_parameters={"validatorUrl": None}), mark='<div id="swagger-ui">')
 
     @app.get("/redoc", include_in_schema=False)
     def redoc() -> HTMLResponse:
-        return _same_host(get_redoc_html(
-            openapi_url=app.openapi_url or "/openapi.json", title="KAIROS API",
+        spec = app.openapi_url or "/openapi.json"
+        return _reference_page(get_redoc_html(
+            openapi_url=spec, title="KAIROS API",
             redoc_js_url=f"{DOCS_ASSETS}/redoc.standalone.js",
-            redoc_favicon_url=f"{UI_PREFIX}/favicon.svg", with_google_fonts=False))
+            redoc_favicon_url=f"{UI_PREFIX}/favicon.svg", with_google_fonts=False),
+            mark=f'<redoc spec-url="{spec}">')
 
 
 __all__ = ["DOCS_ASSETS", "UI_PREFIX", "mount_ui"]
