@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -63,15 +63,15 @@ def first_search(clone: Path, home: Path, port: int) -> dict[str, Any]:
             if proc.poll() is not None:
                 raise SystemExit(f"serve exited: {proc.stderr.read().decode()[-2000:]}")
             try:
-                r = httpx.post(f"{url}/api/v1/protocols/search",
+                r = httpx2.post(f"{url}/api/v1/protocols/search",
                                json={"query": "publish a new release"}, timeout=30)
                 if r.status_code == 200:
                     answer = r.json()
-            except httpx.HTTPError:
+            except httpx2.HTTPError:
                 time.sleep(0.25)
         seconds = time.perf_counter() - started
         for _ in range(20):
-            httpx.post(f"{url}/api/v1/protocols/search", json={"query": "undo a git commit"},
+            httpx2.post(f"{url}/api/v1/protocols/search", json={"query": "undo a git commit"},
                        timeout=30)
         rss = rss_mb(proc.pid)
     finally:

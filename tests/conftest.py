@@ -16,7 +16,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 from sqlalchemy import text
 
@@ -121,7 +121,7 @@ BASE = "http://127.0.0.1:8765"
 
 
 @contextlib.asynccontextmanager
-async def in_process(kairos: Kairos, **options: Any) -> AsyncIterator[httpx.AsyncClient]:
+async def in_process(kairos: Kairos, **options: Any) -> AsyncIterator[httpx2.AsyncClient]:
     """A client of the REST app (with MCP inside) of ``kairos``, served in process;
     ``options`` go to ``create_app``."""
     from kairos.api import create_app
@@ -129,13 +129,13 @@ async def in_process(kairos: Kairos, **options: Any) -> AsyncIterator[httpx.Asyn
 
     app = create_app(kairos, mcp_factory=partial(build_server, ServiceRef.of(kairos)),
                      **options)
-    async with app.router.lifespan_context(app), httpx.AsyncClient(
-            transport=httpx.ASGITransport(app=app), base_url=BASE) as client:
+    async with app.router.lifespan_context(app), httpx2.AsyncClient(
+            transport=httpx2.ASGITransport(app=app), base_url=BASE) as client:
         yield client
 
 
 @pytest.fixture
-async def http(kairos: Kairos) -> AsyncIterator[httpx.AsyncClient]:
+async def http(kairos: Kairos) -> AsyncIterator[httpx2.AsyncClient]:
     """The REST app (with MCP inside) in process, on the test's store."""
     async with in_process(kairos) as client:
         yield client

@@ -17,9 +17,10 @@ from starlette.convertors import Convertor, register_url_convertor
 
 from ..domain import limits
 from ..domain import requests as rq
+from ..domain.caller import Caller
 from ..domain.errors import NotFoundError, ValidationError
 from ..domain.texts import URI_PREFIX
-from ..service import Caller, Kairos
+from ..service import Kairos
 from . import openapi as o
 from .auth import identify
 

@@ -20,12 +20,12 @@ import pydantic
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from . import limits
+from .caller import SESSION_PATTERN
 from .errors import ValidationError
 from .limits import QUERY_CHARS, SEARCH_LIMIT, SNIPPET_MAX, SNIPPET_MIN
 
 UUID_PATTERN = "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
 URI_PATTERN = f"^kairos://mem/{UUID_PATTERN}$"
-SESSION_PATTERN = rf"^[A-Za-z0-9][A-Za-z0-9._:\-]{{0,{limits.SESSION_ID_CHARS - 1}}}$"
 STARTER_CATEGORIES = (
     ("general", "General", "Anything that fits no other category"),
     ("coding", "Coding", "Writing and changing code"),

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import uuid
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 import anyio
 
+from ..domain.caller import valid_session_id
 from .server import ServiceRef, build_server, local_identity
 
 if TYPE_CHECKING:
@@ -24,7 +24,6 @@ if TYPE_CHECKING:
     from ..service import Kairos
 
 SESSION_ENV = ("KAIROS_SESSION_ID", "CHL_SESSION_ID")
-SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:\-]{0,127}$")
 log = logging.getLogger("kairos.mcp")
 
 
@@ -35,7 +34,7 @@ def process_session_id(env: Mapping[str, str] | None = None) -> str:
     env = os.environ if env is None else env
     for name in SESSION_ENV:
         value = env.get(name, "").strip()
-        if SESSION_ID.match(value):
+        if valid_session_id(value):
             return value
         if value:
             log.warning("ignoring %s=%r: expected up to 128 letters, digits and . _ : -",

@@ -11,9 +11,10 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from ..domain import requests as rq
+from ..domain.caller import Caller
 
 if TYPE_CHECKING:  # the service pulls in the database layer; import it only when called
-    from ..service import Caller, Kairos
+    from ..service import Kairos
 
 JSON = dict[str, Any]
 

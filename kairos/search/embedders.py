@@ -155,12 +155,12 @@ class OpenAIEmbedder:
 
     def __init__(self, base_url: str, model: str, api_key: str = "", *,
                  timeout: float = 30.0, transport: Any = None) -> None:
-        import httpx
+        import httpx2
 
         self.base_url = base_url.rstrip("/")
         self.model = model
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self._client = httpx.Client(timeout=timeout, headers=headers, transport=transport)
+        self._client = httpx2.Client(timeout=timeout, headers=headers, transport=transport)
         self._dim: int | None = None
         self._error: str | None = None
 
@@ -177,7 +177,7 @@ class OpenAIEmbedder:
         return f"failed: {self._error}" if self._error else "ready"
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        import httpx
+        import httpx2
 
         try:
             response = self._client.post(f"{self.base_url}/embeddings",
@@ -185,7 +185,7 @@ class OpenAIEmbedder:
             response.raise_for_status()
             data = sorted(response.json()["data"], key=lambda d: d["index"])
             matrix = _normalize(np.array([d["embedding"] for d in data], dtype=np.float32))
-        except (httpx.HTTPError, KeyError, ValueError, TypeError) as exc:
+        except (httpx2.HTTPError, KeyError, ValueError, TypeError) as exc:
             self._error = f"{type(exc).__name__}: {exc}"
             raise EmbedderUnavailable(self._error) from exc
         self._error = None

@@ -6,7 +6,6 @@ operation is O(1) (an OrderedDict move or pop). Per process, wiped on restart.
 
 from __future__ import annotations
 
-import re
 import threading
 import time
 from collections import OrderedDict
@@ -14,15 +13,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from ..domain.requests import SESSION_PATTERN
-
-SESSION_ID_RE = re.compile(SESSION_PATTERN)
 MAX_LAST_QUERIES = 20
-
-
-def valid_session_id(value: object) -> str | None:
-    """The id when it is well formed; a malformed id is ignored (None), never an error."""
-    return value if isinstance(value, str) and SESSION_ID_RE.match(value) else None
 
 
 class Sessions(Protocol):

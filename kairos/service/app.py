@@ -8,6 +8,7 @@ from typing import Any
 from ..config import Settings, load_settings
 from ..domain import limits
 from ..domain import requests as rq
+from ..domain.caller import Caller
 from ..domain.errors import KairosError, StorageError
 from ..domain.requests import parse
 from ..search.embedders import make_embedder
@@ -21,7 +22,7 @@ from .expiry import RunExpiry
 from .finding import ProtocolFinder
 from .listing import Listing
 from .ports import Embedder
-from .protocols import Caller, ProtocolService
+from .protocols import ProtocolService
 from .runs import RunService
 from .triggers import TriggerService
 

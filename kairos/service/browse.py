@@ -8,6 +8,7 @@ from collections import defaultdict
 from typing import Any
 
 from ..domain import engine, errors, limits, markdown
+from ..domain.caller import Caller
 from ..domain.errors import NotFoundError, ValidationError
 from ..domain.plain import plain_text, step_body
 from ..domain.proof import chain_hash, verify_chain
@@ -21,7 +22,7 @@ from ..store import browse as q
 from ..store.db import Store
 from ..store.repo import Repo, Row
 from .clock import now
-from .protocols import SIMILAR_THRESHOLD, Caller, ProtocolService, title_key
+from .protocols import SIMILAR_THRESHOLD, ProtocolService, title_key
 
 MAX_LIMIT = 100
 HOME_ITEMS = 5  # protocols and runs on the home page

@@ -12,6 +12,7 @@ from sqlalchemy.exc import IntegrityError
 
 from ..domain import limits, scoring
 from ..domain import requests as rq
+from ..domain.caller import Caller, valid_session_id
 from ..domain.errors import CONFLICT, ConflictError, NotFoundError, ValidationError
 from ..domain.requests import ENTRY_TYPES, FIELDS, SECTIONS, STARTER_CATEGORIES
 from ..domain.uris import new_id, to_uri
@@ -19,13 +20,11 @@ from ..search.documents import entry_doc, entry_table
 from ..search.explain import explain
 from ..search.ranking import Hit
 from ..search.service import DUPLICATE_SEQ, SearchService
-from ..search.sessions import valid_session_id
 from ..search.snippets import make_snippet, truncate
 from ..store import schema as t
 from ..store.db import Store
 from ..store.repo import Repo
 from .clock import now
-from .protocols import Caller
 from .turns import in_turn
 
 _GUARD_ATTEMPTS = 20

@@ -5,13 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from ..domain import requests as rq
+from ..domain.caller import Caller
 from ..domain.limits import SEARCH_DEFAULT
 from ..domain.search_response import Match, search_response
 from ..domain.uris import to_uri
 from ..search.explain import explain
 from ..search.service import SearchService
 from ..store.db import Store
-from .protocols import Caller
 
 
 class ProtocolFinder:

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy.exc import DBAPIError
 
 from ..domain import limits, markdown
+from ..domain.caller import Caller
 from ..domain.errors import CONFLICT, ConflictError, KairosError, ValidationError
 from ..domain.proof import verify_chain
 from ..domain.texts import GENESIS_HASH
@@ -38,7 +39,6 @@ from . import import_rows as rows_
 from .entries import validated_entry
 from .import_plan import Checked, Plan
 from .import_rows import Row, refused
-from .protocols import Caller
 from .transfer import FORMAT, NOT_EXPORTED, VERSION, tables
 
 if TYPE_CHECKING:

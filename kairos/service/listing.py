@@ -12,12 +12,13 @@ import re
 from typing import Any
 
 from ..domain import engine, limits
+from ..domain.caller import Caller
 from ..domain.errors import NotFoundError, ValidationError
 from ..domain.uris import to_uri
 from ..store.browse import ids_starting
 from ..store.db import Store
 from ..store.repo import Repo, Row
-from .protocols import BUILTIN_SPACE, Caller
+from .protocols import BUILTIN_SPACE
 from .runs import RunService
 
 MAX_PAGE = 500

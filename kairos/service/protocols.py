@@ -17,6 +17,7 @@ from sqlalchemy.exc import IntegrityError
 
 from ..domain import errors, markdown
 from ..domain import requests as rq
+from ..domain.caller import Caller
 from ..domain.engine import StepView
 from ..domain.errors import ConflictError, KairosError, NotFoundError, ValidationError
 from ..domain.uris import new_id, parse_uri, to_uri
@@ -43,14 +44,6 @@ Indexed = tuple[DocSpec, np.ndarray | None]
 
 class _Stale(Exception):
     """The write guard saw another checked write since the check: check again."""
-
-
-@dataclass(frozen=True)
-class Caller:
-    """Who is calling: the space they may see, and the identity that owns their runs."""
-
-    space: str = "default"
-    id: str = "local"
 
 
 def title_key(title: str) -> str:
@@ -551,5 +544,5 @@ def _uri_list(uris: str | list[str]) -> list[str]:
     return [uris] if isinstance(uris, str) else uris
 
 
-__all__ = ["BUILTIN_SPACE", "Caller", "ProtocolService", "RunContext", "RunSteps",
+__all__ = ["BUILTIN_SPACE", "ProtocolService", "RunContext", "RunSteps",
            "step_views"]

@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from ..domain import engine, errors, limits
+from ..domain.caller import Caller
 from ..domain.engine import RunState
 from ..domain.errors import ConflictError, KairosError, NotFoundError, ValidationError
 from ..domain.proof import verify_chain
@@ -22,7 +23,7 @@ from ..store.counts import Counts
 from ..store.db import Store
 from ..store.repo import Repo, Row
 from .clock import new_nonce, now
-from .protocols import Caller, ProtocolService, RunContext, RunSteps
+from .protocols import ProtocolService, RunContext, RunSteps
 
 _SWAP_ATTEMPTS = 5
 _COUNTERS = {"success": "successes", "failure": "failures"}

@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Table, select
 
+from ..domain.caller import Caller
 from ..store import schema as t
 from .clock import now
-from .protocols import Caller
 
 if TYPE_CHECKING:
     from .app import Kairos

@@ -7,12 +7,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..domain import limits
+from ..domain.caller import Caller
 from ..domain.errors import NotFoundError, ValidationError
 from ..domain.uris import to_uri
 from ..search.service import SearchService
 from ..store.db import Store
 from ..store.repo import Repo, Row
-from .protocols import Caller, ProtocolService
+from .protocols import ProtocolService
 
 
 class TriggerService:

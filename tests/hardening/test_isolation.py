@@ -8,7 +8,7 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 
 from kairos.domain import limits
@@ -100,16 +100,16 @@ def test_a_spent_nonce_is_inert(kairos: Kairos, trial: int) -> None:
 # --- HTTP: session ids and MCP sessions stay with their space and their transport ----------
 
 @pytest.fixture
-async def http(kairos: Kairos) -> AsyncIterator[httpx.AsyncClient]:
+async def http(kairos: Kairos) -> AsyncIterator[httpx2.AsyncClient]:
     async with in_process(kairos, tokens=TOKENS) as client:
         yield client
 
 
-async def _open(http: httpx.AsyncClient, token: dict[str, str]) -> httpx.Response:
+async def _open(http: httpx2.AsyncClient, token: dict[str, str]) -> httpx2.Response:
     return await http.post("/mcp", json=INITIALIZE, headers={**token, **MCP})
 
 
-def _sse(response: httpx.Response) -> dict[str, Any]:
+def _sse(response: httpx2.Response) -> dict[str, Any]:
     """The one JSON-RPC message of an MCP response (JSON, or one SSE event)."""
     if response.headers.get("content-type", "").startswith("application/json"):
         return dict(response.json())
@@ -117,8 +117,8 @@ def _sse(response: httpx.Response) -> dict[str, Any]:
     return dict(json.loads(data[0]))
 
 
-async def _tool(http: httpx.AsyncClient, token: dict[str, str], session: str, name: str,
-                args: dict[str, Any]) -> httpx.Response:
+async def _tool(http: httpx2.AsyncClient, token: dict[str, str], session: str, name: str,
+                args: dict[str, Any]) -> httpx2.Response:
     await http.post("/mcp", headers={**token, **MCP, "mcp-session-id": session},
                     json={"jsonrpc": "2.0", "method": "notifications/initialized"})
     return await http.post("/mcp", headers={**token, **MCP, "mcp-session-id": session},
@@ -128,7 +128,7 @@ async def _tool(http: httpx.AsyncClient, token: dict[str, str], session: str, na
 
 @pytest.mark.anyio
 async def test_session_headers_of_another_space_or_transport_reach_no_run(
-        http: httpx.AsyncClient, kairos: Kairos) -> None:
+        http: httpx2.AsyncClient, kairos: Kairos) -> None:
     opened = await _open(http, A)
     session = opened.headers["mcp-session-id"]
     begun = _sse(await _tool(http, A, session, "kairos_begin", {"uri": CREATE_PROTOCOL_URI}))
@@ -155,7 +155,7 @@ async def test_session_headers_of_another_space_or_transport_reach_no_run(
 
 @pytest.mark.anyio
 async def test_a_credential_holds_a_bounded_number_of_mcp_sessions(
-        http: httpx.AsyncClient) -> None:
+        http: httpx2.AsyncClient) -> None:
     limits.configure(mcp_sessions=2)
     try:
         sessions = [(await _open(http, A)).headers["mcp-session-id"] for _ in range(2)]

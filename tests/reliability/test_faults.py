@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 from sqlalchemy import make_url, text
 
@@ -66,7 +66,7 @@ def _sqlite(home: Path) -> Kairos:
     return Kairos(settings, background=False)
 
 
-async def _refused(http: httpx.AsyncClient, code: str) -> None:
+async def _refused(http: httpx2.AsyncClient, code: str) -> None:
     """A write on REST and a tool call on MCP answer the fault; /health reports it."""
     minted = await http.post("/api/v1/protocols", json={"markdown_doc": SECOND})
     assert minted.status_code == 503, minted.text

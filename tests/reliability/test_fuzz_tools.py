@@ -10,7 +10,7 @@ import uuid
 from functools import partial
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 from anyio.from_thread import start_blocking_portal
 from hypothesis import HealthCheck, Phase, given, settings
@@ -158,7 +158,7 @@ async def test_no_rest_body_is_a_server_error(kairos: Kairos) -> None:
     for spec, strategy in bodies:
         collector(spec.name, strategy)()
     errors: list[str] = []
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
+    async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=app),
                                  base_url=BASE) as http:
         for name, args in examples:
             method, path = REST[name]

@@ -7,7 +7,6 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-import httpx
 import httpx2
 import pytest
 from mcp import Client
@@ -52,11 +51,11 @@ def test_without_tokens_only_loopback_is_allowed() -> None:
 
 
 @pytest.fixture
-async def http(kairos: Kairos) -> AsyncIterator[httpx.AsyncClient]:
+async def http(kairos: Kairos) -> AsyncIterator[httpx2.AsyncClient]:
     app = create_app(kairos, tokens=TOKENS,
                      mcp_factory=partial(build_server, ServiceRef.of(kairos)))
-    async with app.router.lifespan_context(app), httpx.AsyncClient(
-            transport=httpx.ASGITransport(app=app), base_url=BASE) as client:
+    async with app.router.lifespan_context(app), httpx2.AsyncClient(
+            transport=httpx2.ASGITransport(app=app), base_url=BASE) as client:
         client.app = app  # type: ignore[attr-defined]
         yield client
 
@@ -70,7 +69,7 @@ async def http(kairos: Kairos) -> AsyncIterator[httpx.AsyncClient]:
     ("/openapi.json", {}),
     ("/mcp", {}),
 ])
-async def test_every_route_but_health_needs_a_token(http: httpx.AsyncClient, path: str,
+async def test_every_route_but_health_needs_a_token(http: httpx2.AsyncClient, path: str,
                                                     headers: dict[str, str]) -> None:
     response = await http.get(path, headers=headers)
     assert response.status_code == 401
@@ -88,7 +87,7 @@ async def test_every_route_but_health_needs_a_token(http: httpx.AsyncClient, pat
 @pytest.mark.anyio
 @pytest.mark.req("D4-5")
 async def test_a_token_for_space_a_cannot_read_run_or_delete_space_b(
-        http: httpx.AsyncClient, kairos: Kairos) -> None:
+        http: httpx2.AsyncClient, kairos: Kairos) -> None:
     minted = await http.post("/api/v1/protocols", headers=B, json={"markdown_doc": THREE_STEPS})
     assert minted.status_code == 201
     steps = [s["uri"] for s in minted.json()["items"][0]["steps"]]
@@ -129,7 +128,7 @@ async def test_a_token_for_space_a_cannot_read_run_or_delete_space_b(
 
 @pytest.mark.anyio
 async def test_the_callers_of_a_token_are_the_token_and_its_sessions(
-        http: httpx.AsyncClient) -> None:
+        http: httpx2.AsyncClient) -> None:
     minted = await http.post("/api/v1/protocols", headers=A, json={"markdown_doc": THREE_STEPS})
     first = minted.json()["items"][0]["uri"]
     await http.post("/api/v1/runs/begin", headers=A, json={"uri": first})

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 from mcp import Client
 
@@ -70,7 +70,7 @@ async def test_a_markdown_doc_sent_as_a_json_string_literal_is_decoded(
 
 async def test_health_says_healthy(with_vectors: Kairos) -> None:
     app = create_app(with_vectors)
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
+    async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=app),
                                  base_url="http://test") as http:
         health = await http.get("/health")
     assert health.status_code == 200 and health.json()["status"] == "healthy"

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 from mcp import Client
 
@@ -26,7 +26,7 @@ STEP = "kairos://mem/00000000-0000-0000-0000-00000000dead"
     ("/api/v1/runs/list", "GET"),
     ("/api/v1/protocols/00000000-0000-0000-0000-00000000dead", "GET"),
 ])
-async def test_allow_names_every_method_of_the_path(http: httpx.AsyncClient, path: str,
+async def test_allow_names_every_method_of_the_path(http: httpx2.AsyncClient, path: str,
                                                       allow: str) -> None:
     response = await http.options(path)
     assert response.status_code == 405
@@ -34,7 +34,7 @@ async def test_allow_names_every_method_of_the_path(http: httpx.AsyncClient, pat
     assert response.json()["error_code"] == "METHOD_NOT_ALLOWED"
 
 
-async def test_an_id_that_is_not_a_uuid_names_no_route(http: httpx.AsyncClient) -> None:
+async def test_an_id_that_is_not_a_uuid_names_no_route(http: httpx2.AsyncClient) -> None:
     for path in ("/api/v1/protocols/update", "/api/v1/runs/not-a-run/proofs"):
         response = await http.get(path)
         assert response.status_code in (404, 405), response.text
@@ -50,7 +50,7 @@ async def test_an_id_that_is_not_a_uuid_names_no_route(http: httpx.AsyncClient) 
                              "quality_bonus": "1"}, "quality_bonus"),
     ("/api/v1/protocols", {"markdown_doc": THREE_STEPS, "colour": "red"}, "colour"),
 ])
-async def test_types_are_strict_and_bodies_closed(http: httpx.AsyncClient, path: str,
+async def test_types_are_strict_and_bodies_closed(http: httpx2.AsyncClient, path: str,
                                                    body: dict[str, Any], field: str) -> None:
     response = await http.post(path, json=body)
     assert response.status_code == 422, response.text
@@ -59,7 +59,7 @@ async def test_types_are_strict_and_bodies_closed(http: httpx.AsyncClient, path:
     assert error["expected"] and error["details"]["errors"][0]["field"] == field
 
 
-async def test_a_whole_float_is_an_integer(http: httpx.AsyncClient, kairos: Kairos) -> None:
+async def test_a_whole_float_is_an_integer(http: httpx2.AsyncClient, kairos: Kairos) -> None:
     kairos.mint(THREE_STEPS)
     response = await http.post("/api/v1/protocols/search",
                                json={"query": "project setup", "limit": 2.0})
@@ -69,7 +69,7 @@ async def test_a_whole_float_is_an_integer(http: httpx.AsyncClient, kairos: Kair
     assert half.status_code == 422 and half.json()["field"] == "limit"
 
 
-async def test_query_strings_are_closed(http: httpx.AsyncClient) -> None:
+async def test_query_strings_are_closed(http: httpx2.AsyncClient) -> None:
     unknown = await http.get("/api/v1/runs", params={"limit": 5, "colour": "red"})
     assert unknown.status_code == 422 and unknown.json()["field"] == "colour"
     twice = await http.get("/api/v1/runs?limit=5&limit=6")
@@ -79,7 +79,7 @@ async def test_query_strings_are_closed(http: httpx.AsyncClient) -> None:
 
 
 async def test_openapi_documents_bodies_errors_and_the_bearer_scheme(
-        http: httpx.AsyncClient) -> None:
+        http: httpx2.AsyncClient) -> None:
     spec = (await http.get("/openapi.json")).json()
     assert spec["components"]["securitySchemes"]["bearer"]["scheme"] == "bearer"
     operations = [(path, method, op) for path, ops in spec["paths"].items()
@@ -111,7 +111,7 @@ async def test_tool_schemas_are_the_request_models(kairos: Kairos) -> None:
         assert (unknown.structured_content or {})["field"] == "colour"
 
 
-async def test_real_answers_fit_their_documented_bodies(http: httpx.AsyncClient) -> None:
+async def test_real_answers_fit_their_documented_bodies(http: httpx2.AsyncClient) -> None:
     """Every body of a whole run, a refused answer and a broken chain validates against
     the model that documents it."""
     from kairos.api import openapi as o
