@@ -39,13 +39,14 @@ from rich.progress import (
 )
 from workload import Page, load_pages, manual_entry, protocol_markdown, task_query
 
-from kairos.cli.main import MINT_BATCH
+from kairos.cli.protocols import MINT_BATCH
 from kairos.config import load_settings
 from kairos.domain import markdown
+from kairos.domain.markdown import title_key
 from kairos.search.documents import entry_doc, protocol_doc
 from kairos.search.embedders import LocalEmbedder
 from kairos.service import Kairos
-from kairos.service.protocols import title_key
+from kairos.service.wiring import open_service
 
 SYNTHETIC_SIZE = 50_000
 
@@ -240,7 +241,7 @@ def open_kairos(home: Path, embedder: Any, database_url: str | None = None) -> K
     env = {"KAIROS_HOME": str(home)}
     if database_url:
         env["KAIROS_DATABASE_URL"] = database_url
-    return Kairos(load_settings(env=env), embedder=embedder, background=False)
+    return open_service(load_settings(env=env), embedder=embedder, background=False)
 
 
 def snapshot(db: Path, home: Path) -> None:

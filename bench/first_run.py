@@ -104,8 +104,8 @@ def mint_dir(clone: Path, home: Path, pages: int) -> dict[str, Any]:
                             capture_output=True, text=True).stdout.count("kairos://mem/")
     seconds = time.perf_counter() - started
     out = subprocess.run([sys.executable, "-c", (
-        "import json, sys; from kairos.service import Kairos; from kairos.config import "
-        "load_settings; k = Kairos(load_settings(), background=False); "
+        "import json, sys; from kairos.service.wiring import open_service; from kairos.config "
+        "import load_settings; k = open_service(load_settings(), background=False); "
         "print(json.dumps(k.search_engine.index_state())); k.close()")],
         env={**env, "PYTHONPATH": str(clone)}, check=True, capture_output=True, text=True)
     shutil.rmtree(docs, ignore_errors=True)

@@ -48,6 +48,7 @@ import kairos
 from kairos.config import load_settings
 from kairos.search.embedders import local_model
 from kairos.service import Kairos
+from kairos.service.wiring import open_service
 
 COMMENT_MIN = 20
 
@@ -221,7 +222,7 @@ def main() -> None:
         env = {"KAIROS_HOME": home}
         if args.database_url:
             env["KAIROS_DATABASE_URL"] = args.database_url
-        k = Kairos(load_settings(env=env), embedder=local_model(), background=False)
+        k = open_service(load_settings(env=env), embedder=local_model(), background=False)
         print(f"backend {k.store.dialect}{', through the REST app' if args.rest else ''}")
         try:
             shell, comment = ([s["uri"] for s in k.mint(release_protocol(kind, args.steps),

@@ -222,9 +222,9 @@ def _no_constant(name: str) -> Any:
     raise json.JSONDecodeError(f"{name} is not a JSON number", name, 0)
 
 
-def parse_json_block(body: str, line: int) -> Any:
-    """The JSON of a step's challenge block (``line``: the line of its opening fence)."""
-    depth_limit = limits.current().json_depth
+def parse_json_block(body: str, line: int, depth_limit: int) -> Any:
+    """The JSON of a step's challenge block (``line``: the line of its opening fence),
+    nested at most ``depth_limit`` levels."""
     if limits.json_depth(body, depth_limit) > depth_limit:
         raise MarkdownError(
             "INVALID_CHALLENGE_JSON",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from .responses import Choice
+
 GENESIS_HASH = "aeebad4a796fcc2e15dc4c6061b45ed9b373f26adfc798ca7d2d8cc58182718e"
 MIME_MARKDOWN = "text/markdown"
 URI_PREFIX = "kairos://mem/"
@@ -89,7 +91,7 @@ def match_next_action(uri: str) -> str:
     return f"call kairos_begin with {uri} to execute this protocol"
 
 
-REFINE_CHOICE: dict[str, object] = {
+REFINE_CHOICE: Choice = {
     "uri": REFINE_SEARCH_URI,
     "label": "Get help refining your search",
     "chain_label": "Run protocol to turn vague user request into a better kairos_search query",
@@ -101,7 +103,7 @@ REFINE_CHOICE: dict[str, object] = {
         "user's request into a better search query"
     ),
 }
-CREATE_CHOICE: dict[str, object] = {
+CREATE_CHOICE: Choice = {
     "uri": CREATE_PROTOCOL_URI,
     "label": "Create New KAIROS Protocol Chain",
     "chain_label": "Create New KAIROS Protocol Chain",
@@ -112,9 +114,11 @@ CREATE_CHOICE: dict[str, object] = {
 }
 
 
-def refine_choice() -> dict[str, object]:
+def refine_choice() -> Choice:
+    """The refine choice, a copy of its own (a caller may change its tags)."""
     return {**REFINE_CHOICE, "tags": ["meta", "refine"]}
 
 
-def create_choice() -> dict[str, object]:
+def create_choice() -> Choice:
+    """The create choice, a copy of its own (a caller may change its tags)."""
     return {**CREATE_CHOICE, "tags": ["meta", "creation"]}

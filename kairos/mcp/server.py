@@ -23,10 +23,10 @@ import mcp_types as types
 from mcp.server import Server, ServerRequestContext
 
 from .. import version
-from ..domain import limits
 from ..domain.caller import Caller
 from ..domain.errors import INTERNAL_ERROR, KairosError, NotFoundError
-from ..domain.requests import parse
+from ..domain.limits import Limits, check_value
+from ..domain.validation import parse
 from .tools import INSTRUCTIONS, REGISTRY, TOOLS, Call
 
 if TYPE_CHECKING:
@@ -115,10 +115,10 @@ def tool_list() -> list[types.Tool]:
     ]
 
 
-def build_server(service: ServiceRef, *, identify: Identify,
+def build_server(service: ServiceRef, *, identify: Identify, limits: Limits,
                  observe: ToolObserver | None = None, name: str = "kairos") -> Server[Any]:
     """The MCP server for one service. ``identify`` decides who calls (see ``Identify``);
-    ``observe`` receives per-tool timings (metrics)."""
+    ``limits`` bound the arguments; ``observe`` receives per-tool timings (metrics)."""
     tools = tool_list()
 
     async def list_tools(ctx: ServerRequestContext[Any, Any],
@@ -140,7 +140,7 @@ def build_server(service: ServiceRef, *, identify: Identify,
             handler, model = spec.handler, spec.model
 
             def run() -> Any:  # off the event loop: the checks walk every argument
-                limits.check_value(arguments)
+                check_value(arguments, limits.json_depth)
                 return handler(service.get(), parse(model, arguments, context=params.name),
                                call)
 

@@ -49,12 +49,13 @@ def run_stdio(settings: Settings, session_id: str | None = None) -> None:
     sid = session_id or process_session_id()
 
     def make() -> Kairos:
-        from ..service import Kairos
+        from ..service.wiring import open_service
 
-        return Kairos(settings)
+        return open_service(settings)
 
     service = ServiceRef(make)
-    server = build_server(service, identify=local_identity(settings.space, sid))
+    server = build_server(service, identify=local_identity(settings.space, sid),
+                          limits=settings.limits)
 
     async def main() -> None:
         async with stdio_server() as (read, write):

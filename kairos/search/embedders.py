@@ -27,6 +27,8 @@ def _normalize(matrix: np.ndarray) -> np.ndarray:
 
 
 class NoEmbedder:
+    """The provider ``none``: text search only."""
+
     name = "none"
     model_id = "none"
     ready = False
@@ -34,6 +36,15 @@ class NoEmbedder:
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         raise EmbedderUnavailable("the embedding provider is 'none'")
+
+    def load(self) -> NoEmbedder:
+        return self
+
+    def probe(self) -> None:
+        """Nothing to ask: no vectors."""
+
+    def verify(self) -> list[str]:
+        return []
 
 
 MODEL_DIR = Path(__file__).with_name("model")
@@ -98,6 +109,9 @@ class LocalEmbedder:
         if self._session is None:
             raise EmbedderUnavailable(f"local model {self.state}")
         return self
+
+    def probe(self) -> None:
+        """Nothing to ask: the shipped model's dimension is in ``model.json``."""
 
     def verify(self) -> list[str]:
         """The shipped files whose SHA-256 differs from ``SHA256SUMS`` (empty when intact)."""
@@ -192,10 +206,17 @@ class OpenAIEmbedder:
         self._dim = int(matrix.shape[1])
         return matrix
 
+    def load(self) -> OpenAIEmbedder:
+        """Nothing to load: the provider is asked on the first call (``probe``)."""
+        return self
+
     def probe(self) -> None:
         """Learn the dimension, so ``model_id`` is complete before vectors are stored."""
         if self._dim is None:
             self.embed(["dimension probe"])
+
+    def verify(self) -> list[str]:
+        return []
 
 
 def make_embedder(kind: str, *, base_url: str = "", model: str = "", api_key: str = ""

@@ -10,6 +10,7 @@ import numpy as np
 from sqlalchemy import select
 
 from ..domain import doctext, matching
+from ..domain.responses import Explained
 from ..domain.uris import to_uri
 from ..store import schema as t
 from ..store.db import Store
@@ -52,7 +53,7 @@ def names(store: Store, hits: Sequence[Hit]) -> dict[int, dict[str, Any]]:
 
 
 def explain(store: Store, ranked: Ranked, query: str, *, threshold: float, limit: int,
-            model_id: str | None) -> dict[str, Any]:
+            model_id: str | None) -> Explained:
     """The explanation of a ranked query: its relevance, and its ``limit`` best candidates
     with their evidence and why each is or is not listed at ``threshold``."""
     hits = ranked.hits[:limit]

@@ -35,6 +35,7 @@ from sqlalchemy import delete, func, insert, select, update
 from sqlalchemy.engine import Connection
 
 from ..domain import doctext, limits
+from ..domain.responses import LearnedTrigger
 from ..domain.uris import new_id
 from ..store import schema as t
 from ..store.repo import Repo
@@ -182,7 +183,7 @@ class Learning:
     # --- reading and forgetting ------------------------------------------------------------
 
     @staticmethod
-    def listing(conn: Connection, protocol_id: str) -> list[dict[str, Any]]:
+    def listing(conn: Connection, protocol_id: str) -> list[LearnedTrigger]:
         c = t.learned_triggers.c
         return [{"id": r.id, "text": r.text, "runs": r.runs, "created_at": r.created_at,
                  "last_seen": r.last_seen}

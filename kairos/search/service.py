@@ -19,6 +19,8 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
 from ..domain import doctext
+from ..domain.ports import Embedder
+from ..domain.responses import Duplicate, DuplicateCheck, Reindexed
 from ..store import schema as t
 from ..store.db import Store
 from ..store.repo import Repo
@@ -40,7 +42,8 @@ def jaccard(a: str, b: str) -> float:
 
 
 class SearchService:
-    def __init__(self, store: Store, embedder: Any, sessions: Sessions | None = None) -> None:
+    def __init__(self, store: Store, embedder: Embedder, sessions: Sessions | None = None
+                 ) -> None:
         self.store = store
         self.embedder = embedder
         self.sessions: Sessions = sessions or SessionStore()
@@ -55,11 +58,11 @@ class SearchService:
 
     @property
     def vectors_ready(self) -> bool:
-        return bool(self.embedder is not None and self.embedder.ready)
+        return self.embedder.ready
 
     @property
     def provider(self) -> str:
-        return "none" if self.embedder is None else str(self.embedder.name)
+        return self.embedder.name
 
     def embed_texts(self, texts: Sequence[str]) -> np.ndarray | None:
         """The vectors of ``texts``, or None when the provider cannot embed now."""
@@ -163,21 +166,20 @@ class SearchService:
     def hint(self, degraded: bool) -> str | None:
         if not degraded:
             return None
-        if self.embedder is None or self.provider == "none":
+        if self.provider == "none":
             return "Vector search is disabled (embedder 'none'); text search was used."
-        state = getattr(self.embedder, "state", "unavailable")
-        return f"Vector search unavailable ({state}); text fallback used."
+        return f"Vector search unavailable ({self.embedder.state}); text fallback used."
 
     # --- duplicate check ---------------------------------------------------------------------
 
     def duplicate_check(self, kind: str, space: str, title: str, body: str,
                         exclude: str | None, *,
-                        query_vector: np.ndarray | None = None) -> dict[str, Any]:
+                        query_vector: np.ndarray | None = None) -> DuplicateCheck:
         """Advisory: ≥ 0.85 → ``review_first``; 0.50–0.84 → listed as FYI. A plain read,
         run before the write; ``guard`` keeps a concurrent write from slipping past it."""
         similar = self.similar(kind, space, title, body, exclude, query_vector)
         duplicates = [s for s in similar if s["score"] >= 0.50]
-        result: dict[str, Any] = {"duplicates": duplicates, "warnings": []}
+        result: DuplicateCheck = {"duplicates": duplicates, "warnings": []}
         if duplicates and duplicates[0]["score"] >= 0.85:
             result["recommendation"] = "review_first"
         return result
@@ -209,7 +211,7 @@ class SearchService:
 
     def similar(self, kind: str, space: str, title: str, body: str,
                 exclude: str | None, query_vector: np.ndarray | None = None
-                ) -> list[dict[str, Any]]:
+                ) -> list[Duplicate]:
         """Similarity to existing records of a kind, best first: the cosine of the full-text
         vectors when ``query_vector`` (the new record's, ``DUPLICATE_SEQ``) is given, else
         the word overlap (Jaccard) with the best text matches."""
@@ -231,16 +233,16 @@ class SearchService:
                 rows = conn.execute(select(c.rid, c.entity_id, c.title, c.body).where(
                     c.rid.in_(list(hits)))).all()
                 scores = {r.rid: jaccard(text, f"{r.title}. {r.body}") for r in rows}
-        out = [{"entity_id": r.entity_id, "entity_type": kind, "title": r.title,
-                "score": round(max(0.0, scores[r.rid]), 4)}
-               for r in rows if r.entity_id != exclude]
+        out: list[Duplicate] = [{"entity_id": r.entity_id, "entity_type": kind,
+                                 "title": r.title, "score": round(max(0.0, scores[r.rid]), 4)}
+                                for r in rows if r.entity_id != exclude]
         out.sort(key=lambda d: -d["score"])
         return out[:20]
 
     # --- background work ---------------------------------------------------------------------
 
     def backfill(self, *, progress: Callable[[int, int], None] | None = None,
-                 batch: int = 64, force: bool = False) -> dict[str, Any]:
+                 batch: int = 64, force: bool = False) -> Reindexed:
         """Embed every document that has no vector of the current model (after a model
         change, or written while a remote provider was down), batch by batch: each batch
         is read, embedded outside any transaction, then written where its document has not
@@ -344,9 +346,7 @@ class SearchService:
         if self.provider == "none":
             return False
         try:
-            probe = getattr(self.embedder, "probe", None)
-            if probe is not None:
-                probe()  # a remote model's dimension, once it answers
+            self.embedder.probe()  # a remote model's dimension, once it answers
             self.learning.embed_pending()
             if not self._pending(self.embedder.model_id) and not self._recipe_changed():
                 return False

@@ -11,12 +11,31 @@ from sqlalchemy import insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from ..domain import limits, scoring
-from ..domain import requests as rq
 from ..domain.caller import Caller, valid_session_id
 from ..domain.errors import CONFLICT, ConflictError, NotFoundError, ValidationError
-from ..domain.requests import ENTRY_TYPES, FIELDS, SECTIONS, STARTER_CATEGORIES
+from ..domain.requests import (
+    ENTRY_TYPES,
+    FIELDS,
+    SECTIONS,
+    STARTER_CATEGORIES,
+    Cite,
+    ReadEntries,
+    SearchEntries,
+    UpdateEntry,
+    WriteEntry,
+)
+from ..domain.responses import (
+    Category,
+    CategoryList,
+    DuplicateCheck,
+    EntriesRead,
+    EntryKind,
+    EntryWritten,
+    SessionInfo,
+    UnifiedResult,
+)
 from ..domain.uris import new_id, to_uri
-from ..search.documents import entry_doc, entry_table
+from ..search.documents import DocSpec, entry_doc, entry_table
 from ..search.explain import explain
 from ..search.ranking import Hit
 from ..search.service import DUPLICATE_SEQ, SearchService
@@ -25,9 +44,8 @@ from ..store import schema as t
 from ..store.db import Store
 from ..store.repo import Repo
 from .clock import now
-from .turns import in_turn
+from .turns import GUARD_ATTEMPTS, in_turn
 
-_GUARD_ATTEMPTS = 20
 DOWNRANK_FACTOR = 0.5
 MIN_SCORE_VECTOR = scoring.ENTRY_MIN_SCORE
 MIN_SCORE_TEXT = scoring.ENTRY_MIN_SCORE_TEXT
@@ -97,7 +115,7 @@ class EntryService:
 
     # --- categories --------------------------------------------------------------------------
 
-    def _ensure_categories(self, repo: Repo, space: str) -> list[dict[str, Any]]:
+    def _ensure_categories(self, repo: Repo, space: str) -> list[Category]:
         rows = repo.categories(space)
         if not rows:
             # Idempotent: writers racing on a new space all succeed. A savepoint keeps the
@@ -121,14 +139,14 @@ class EntryService:
                 codes = {c["code"] for c in self._ensure_categories(repo, space)}
         return codes
 
-    def list_categories(self, caller: Caller) -> dict[str, Any]:
+    def list_categories(self, caller: Caller) -> CategoryList:
         with self.store.write() as repo:
             cats = self._ensure_categories(repo, caller.space)
         return {"categories": cats, "count": len(cats)}
 
     # --- writes ------------------------------------------------------------------------------
 
-    def write_entry(self, req: rq.WriteEntry, caller: Caller) -> dict[str, Any]:
+    def write_entry(self, req: WriteEntry, caller: Caller) -> EntryWritten:
         kind = req.entity_type
         values = validated_entry(kind, req.model_dump(exclude_unset=True),
                                  self._category_codes(caller.space))
@@ -140,9 +158,10 @@ class EntryService:
         return self._store_new(kind, row, values, spec, vectors, caller)
 
     @in_turn
-    def _store_new(self, kind: str, row: dict[str, Any], values: dict[str, Any],
-                   spec: Any, vectors: Any, caller: Caller) -> dict[str, Any]:
-        for _ in range(_GUARD_ATTEMPTS):
+    def _store_new(self, kind: EntryKind, row: dict[str, Any], values: dict[str, Any],
+                   spec: DocSpec, vectors: np.ndarray | None, caller: Caller
+                   ) -> EntryWritten:
+        for _ in range(GUARD_ATTEMPTS):
             seen = self.search.version(caller.space, kind)
             check = self._duplicates(kind, caller.space, values, None, vectors)
             with self.store.write() as repo:
@@ -156,13 +175,13 @@ class EntryService:
                             field="request")
 
     @in_turn
-    def update_entry(self, req: rq.UpdateEntry, caller: Caller) -> dict[str, Any]:
+    def update_entry(self, req: UpdateEntry, caller: Caller) -> EntryWritten:
         entity_id = req.entity_id
         updates = req.updates.model_dump(exclude_unset=True)
         if not updates:
             raise ValidationError("updates", "an object with the fields to change")
         cats = self._category_codes(caller.space)
-        for _ in range(_GUARD_ATTEMPTS):
+        for _ in range(GUARD_ATTEMPTS):
             with self.store.read() as repo:
                 kind, current = self._load(repo, entity_id, caller)
             values = validated_entry(kind, updates, cats, current)
@@ -185,7 +204,8 @@ class EntryService:
                     "entry": self._public(kind, row, None), **check}
         raise ConflictError(CONFLICT, "The entry kept changing; retry.", field="entity_id")
 
-    def _load(self, repo: Repo, entity_id: str, caller: Caller) -> tuple[str, dict[str, Any]]:
+    def _load(self, repo: Repo, entity_id: str, caller: Caller
+              ) -> tuple[EntryKind, dict[str, Any]]:
         if limits.BAD_CHAR.search(entity_id):  # no id holds one; PostgreSQL cannot compare it
             raise NotFoundError(f"No entry {entity_id!r}.", field="entity_id")
         for kind in ("experience", "manual"):
@@ -196,7 +216,7 @@ class EntryService:
         raise NotFoundError(f"No entry {entity_id}.", field="entity_id")
 
     def _duplicates(self, kind: str, space: str, values: dict[str, Any],
-                    exclude: str | None, vectors: np.ndarray | None) -> dict[str, Any]:
+                    exclude: str | None, vectors: np.ndarray | None) -> DuplicateCheck:
         """The advisory duplicate check (a read, before the write): ≥ 0.85 → review_first,
         0.50–0.84 → listed as FYI."""
         body = values.get("playbook") or values.get("content") or ""
@@ -220,8 +240,8 @@ class EntryService:
         keep = {"entity_id", "entity_type", "title", *fields}
         return {k: v for k, v in full.items() if k in keep}
 
-    def read_entries(self, req: rq.ReadEntries, caller: Caller, *,
-                     session_id: str | None = None) -> dict[str, Any]:
+    def read_entries(self, req: ReadEntries, caller: Caller, *,
+                     session_id: str | None = None) -> EntriesRead:
         ids = [req.ids] if isinstance(req.ids, str) else req.ids
         fields = _known_fields(req.fields, (*FIELDS["experience"], *FIELDS["manual"]))
         snippet_len = req.snippet_len or limits.SNIPPET_DEFAULT
@@ -242,8 +262,8 @@ class EntryService:
 
     # --- the unified search ------------------------------------------------------------------
 
-    def search_entries(self, request: rq.SearchEntries, caller: Caller, *,
-                       session_id: str | None = None) -> dict[str, Any]:
+    def search_entries(self, request: SearchEntries, caller: Caller, *,
+                       session_id: str | None = None) -> UnifiedResult:
         req = _Unified.of(request)
         sid = valid_session_id(session_id) or valid_session_id(req.session_id)
         key = _session_key(caller, sid) if sid else None
@@ -283,11 +303,7 @@ class EntryService:
         results = self._results(page, req, ranked, hint)
         if key:
             sessions.record(key, query=req.query, viewed=[r["entity_id"] for r in results])
-        explained = {"explain": explain(
-            self.store, ranked, req.query, threshold=min_score, limit=req.limit,
-            model_id=self.search.embedder.model_id if self.search.vectors_ready else None)
-        } if req.explain else {}
-        return {
+        result: UnifiedResult = {
             "results": results,
             "count": len(results),
             "total": total,
@@ -300,8 +316,12 @@ class EntryService:
             "search_mode": ranked.mode,
             "degraded": ranked.degraded,
             "provider_hint": hint,
-            **explained,
         }
+        if req.explain:
+            result["explain"] = explain(
+                self.store, ranked, req.query, threshold=min_score, limit=req.limit,
+                model_id=self.search.embedder.model_id if self.search.vectors_ready else None)
+        return result
 
     def _results(self, page: list[tuple[float, Hit, bool]], req: _Unified,
                  ranked: Any, hint: str | None) -> list[dict[str, Any]]:
@@ -362,15 +382,15 @@ class EntryService:
 
     # --- sessions ----------------------------------------------------------------------------
 
-    def session_info(self, session_id: Any, caller: Caller) -> dict[str, Any]:
+    def session_info(self, session_id: str | None, caller: Caller) -> SessionInfo:
         sid = valid_session_id(session_id)
         info = self.search.sessions.get(_session_key(caller, sid)) if sid else None
-        if info is None:
+        if sid is None or info is None:
             raise NotFoundError(f"No session {session_id!r} (unknown or expired).",
                                 field="session_id")
-        return {**info, "session_id": sid}
+        return {**info, "session_id": sid}  # the id as the caller named it, not its key
 
-    def cite(self, req: rq.Cite, caller: Caller) -> dict[str, Any]:
+    def cite(self, req: Cite, caller: Caller) -> SessionInfo:
         sid, ids = req.session_id, req.ids
         key = _session_key(caller, sid)
         if self.search.sessions.get(key) is None:  # citing never creates a session
@@ -412,7 +432,7 @@ class _Unified:
     explain: bool
 
     @classmethod
-    def of(cls, r: rq.SearchEntries) -> _Unified:
+    def of(cls, r: SearchEntries) -> _Unified:
         filters = r.filters.model_dump(exclude_none=True) if r.filters else {}
         return cls(query=r.query.strip(), types=tuple(dict.fromkeys(r.types or ENTRY_TYPES)),
                    category=r.category, limit=r.limit or limits.SEARCH_DEFAULT,

@@ -11,10 +11,10 @@ from sqlalchemy import insert, select
 
 from ..domain import engine, markdown
 from ..domain.errors import CONFLICT, DUPLICATE_CHAIN, ConflictError
+from ..domain.markdown import title_key
 from ..search.documents import DocSpec, entry_doc, entry_table, protocol_doc
 from ..store import schema as t
 from .import_rows import Row
-from .protocols import title_key
 
 if TYPE_CHECKING:
     from ..store.repo import Repo

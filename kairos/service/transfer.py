@@ -11,16 +11,14 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sqlalchemy import Table, select
 
 from ..domain.caller import Caller
 from ..store import schema as t
+from ..store.db import Store
 from .clock import now
-
-if TYPE_CHECKING:
-    from .app import Kairos
 
 FORMAT = "kairos-export"
 VERSION = 1
@@ -88,14 +86,14 @@ def _encode(value: Any) -> Any:
     return value
 
 
-def export_records(kairos: Kairos, caller: Caller) -> Iterator[dict[str, Any]]:
+def export_records(store: Store, caller: Caller) -> Iterator[dict[str, Any]]:
     """A header, then one ``{"table": ..., "row": ...}`` per record of ``caller.space``,
     read in one transaction (a consistent snapshot)."""
     ordered = tables()
     yield {"format": FORMAT, "version": VERSION, "space": caller.space, "exported_at": now(),
            "tables": [table.name for table in ordered],
            "not_exported": sorted(NOT_EXPORTED)}
-    with kairos.store.read() as repo:
+    with store.read() as repo:
         for table in ordered:
             skip = _store_key(table)
             order = [c for c in table.primary_key.columns if c.name != skip] or [

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import Text, bindparam, cast, delete, func, insert, select, update
+from sqlalchemy import Select, bindparam, delete, func, insert, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, RowMapping
 
 from . import counts as metrics
 from . import schema as t
+from .reads import PageQuery
 
 Row = RowMapping
 
@@ -59,17 +59,23 @@ _PROOF_COUNT = (select(func.count()).select_from(t.proofs)
                 .where(t.proofs.c.run_id == bindparam("b_run")))
 
 
-def _like(text: str) -> str:
-    """``text`` as a literal inside a LIKE pattern escaped with a backslash."""
-    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-
-
 class Repo:
     def __init__(self, conn: Connection) -> None:
         self.conn = conn
         #: SQLite runs one write transaction at a time: what a writer reads stays as read
         #: until it commits, with no row locks to take.
         self.one_writer = conn.dialect.name == "sqlite"
+
+    # --- the read model (``reads``) ----------------------------------------------------------
+
+    def page(self, query: PageQuery) -> tuple[list[Row], int]:
+        """A page's rows and the total it is a page of."""
+        return (list(self.conn.execute(query.page).mappings()),
+                int(self.conn.execute(query.total).scalar_one()))
+
+    def all(self, query: Select[Any]) -> list[Row]:
+        """Every row of a read built in ``reads``."""
+        return list(self.conn.execute(query).mappings())
 
     # --- protocols and steps ---------------------------------------------------------------
 
@@ -105,33 +111,6 @@ class Repo:
     def delete_protocol(self, protocol_id: str) -> None:
         self.conn.execute(delete(t.steps).where(t.steps.c.protocol_id == protocol_id))
         self.conn.execute(delete(t.protocols).where(t.protocols.c.id == protocol_id))
-
-    def protocol_page(self, space: str, *, builtin: bool, title: str | None,
-                      tag: str | None = None, limit: int, offset: int
-                      ) -> tuple[list[Row], int]:
-        """One page of a space's protocols, newest change first, and how many match; the
-        title filter is a case-insensitive substring, the tag filter an exact tag."""
-        c = t.protocols.c
-        cond: list[Any] = [(c.space == space) | c.builtin if builtin else c.space == space]
-        if title:
-            cond.append(c.title_key.like(f"%{_like(title.casefold())}%", escape="\\"))
-        if tag:
-            # Tags are a JSON list of strings: match the quoted string in its text.
-            quoted = json.dumps(tag, ensure_ascii=False)
-            cond.append(cast(c.tags, Text).like(f"%{_like(quoted)}%", escape="\\"))
-        total = int(self.conn.execute(
-            select(func.count()).select_from(t.protocols).where(*cond)).scalar_one())
-        q = (select(t.protocols).where(*cond)
-             .order_by(c.updated_at.desc(), c.id).limit(limit).offset(offset))
-        return list(self.conn.execute(q).mappings()), total
-
-    def step_counts(self, protocol_ids: Sequence[str]) -> dict[str, int]:
-        if not protocol_ids:
-            return {}
-        s = t.steps.c
-        q = (select(s.protocol_id, func.count()).where(s.protocol_id.in_(list(protocol_ids)))
-             .group_by(s.protocol_id))
-        return {r[0]: int(r[1]) for r in self.conn.execute(q)}
 
     def step(self, step_id: str) -> Row | None:
         return self.conn.execute(select(t.steps).where(t.steps.c.id == step_id)).mappings().first()
@@ -241,20 +220,6 @@ class Repo:
         q = select(t.proofs).where(t.proofs.c.run_id == run_id).order_by(t.proofs.c.seq)
         return list(self.conn.execute(q).mappings())
 
-    def runs_in(self, space: str, limit: int = 20, protocol_id: str | None = None) -> list[Row]:
-        q = select(t.runs).where(t.runs.c.space == space)
-        if protocol_id:
-            q = q.where(t.runs.c.protocol_id == protocol_id)
-        q = q.order_by(t.runs.c.updated_at.desc()).limit(limit)
-        return list(self.conn.execute(q).mappings())
-
-    def runs_page(self, space: str, *, limit: int, status: str | None = None) -> list[Row]:
-        q = select(t.runs).where(t.runs.c.space == space)
-        if status:
-            q = q.where(t.runs.c.status == status)
-        q = q.order_by(t.runs.c.updated_at.desc(), t.runs.c.id).limit(limit)
-        return list(self.conn.execute(q).mappings())
-
     def insert_attestation(self, **values: Any) -> None:
         self.conn.execute(insert(t.attestations).values(**values))
 
@@ -264,14 +229,6 @@ class Repo:
         m = t.protocol_metrics.c
         return self.conn.execute(select(t.protocol_metrics).where(
             (m.protocol_id == protocol_id) & (m.space == space))).mappings().first()
-
-    def metrics_for(self, protocol_ids: Sequence[str], space: str) -> dict[str, Row]:
-        if not protocol_ids:
-            return {}
-        m = t.protocol_metrics.c
-        q = select(t.protocol_metrics).where(m.protocol_id.in_(list(protocol_ids)),
-                                             m.space == space)
-        return {r["protocol_id"]: r for r in self.conn.execute(q).mappings()}
 
     def create_metrics(self, protocol_id: str, space: str, step_ids: Sequence[str]) -> None:
         """The statistics rows of a protocol as run in ``space`` (those missing), so that

@@ -9,6 +9,7 @@ from typing import Any
 
 from sqlalchemy import delete, func, insert, select, update
 
+from ..domain.responses import SessionInfo
 from . import schema as t
 from .db import Store
 
@@ -48,7 +49,7 @@ class DbSessionStore:
             return None
         return row
 
-    def get(self, session_id: str) -> dict[str, object] | None:
+    def get(self, session_id: str) -> SessionInfo | None:
         with self.store.read() as repo:
             row = self._row(repo.conn, session_id)
         if row is None:
@@ -62,7 +63,7 @@ class DbSessionStore:
         return set(row["viewed_ids"]) if row is not None else set()
 
     def _change(self, session_id: str, *, query: str | None = None,
-                viewed: Iterable[str] = (), cited: Iterable[str] = ()) -> dict[str, object]:
+                viewed: Iterable[str] = (), cited: Iterable[str] = ()) -> SessionInfo:
         now = self.clock()
         with self.store.write() as repo:
             conn = repo.conn
@@ -83,7 +84,8 @@ class DbSessionStore:
                 values["last_queries"] = (values["last_queries"] + [query])[-MAX_LAST_QUERIES:]
             conn.execute(update(t.search_sessions).where(
                 t.search_sessions.c.session_id == session_id).values(last_seen=now, **values))
-        return {"session_id": session_id, **values}
+        return {"session_id": session_id, "viewed_ids": values["viewed_ids"],
+                "cited_ids": values["cited_ids"], "last_queries": values["last_queries"]}
 
     def _evict(self, conn: Any, now: float) -> None:
         c = t.search_sessions.c
@@ -95,5 +97,5 @@ class DbSessionStore:
                viewed: Iterable[str] = ()) -> None:
         self._change(session_id, query=query, viewed=viewed)
 
-    def cite(self, session_id: str, ids: Iterable[str]) -> dict[str, object]:
+    def cite(self, session_id: str, ids: Iterable[str]) -> SessionInfo:
         return self._change(session_id, cited=ids)

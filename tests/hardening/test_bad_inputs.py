@@ -249,10 +249,6 @@ def test_the_value_check_names_the_first_bad_field() -> None:
             ({"a": [[[[1]]]]}, "a[0][0]"),
             ({"k\ud800": 1}, "body")):
         with pytest.raises(ValidationError) as info:
-            limits.configure(json_depth=3)
-            try:
-                limits.check_value(value)
-            finally:
-                limits.configure()
+            limits.check_value(value, 3)
         assert info.value.field == field
-    limits.check_value({"fine": ["text \U0001f680", 1.5, None, True]})
+    limits.check_value({"fine": ["text \U0001f680", 1.5, None, True]}, 3)

@@ -4,8 +4,9 @@ check without tokens, and the bound on requests in flight — REST and MCP alike
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -16,7 +17,7 @@ from kairos.api import create_app
 from kairos.domain import limits
 from kairos.mcp import ServiceRef, build_server
 from kairos.service import Kairos
-from tests.conftest import BASE
+from tests.conftest import BASE, make_kairos
 
 pytestmark = pytest.mark.anyio
 JSON = {"content-type": "application/json"}
@@ -27,15 +28,13 @@ INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
                          "clientInfo": {"name": "t", "version": "1"}}}
 
 
-@pytest.fixture
-def small_body() -> Iterator[int]:
-    limits.configure(body_bytes=10_000)
-    yield 10_000
-    limits.configure()
+SMALL_BODY = 10_000
+"""The body limit of the ``small`` server."""
 
 
 def _app(kairos: Kairos, **kw: Any) -> Any:
-    return create_app(kairos, mcp_factory=partial(build_server, ServiceRef.of(kairos)), **kw)
+    service = kairos.service
+    return create_app(service, mcp_factory=partial(build_server, ServiceRef.of(service)), **kw)
 
 
 @contextlib.asynccontextmanager
@@ -51,10 +50,18 @@ async def http(kairos: Kairos) -> AsyncIterator[httpx2.AsyncClient]:
         yield client
 
 
+@pytest.fixture
+async def small(home: Path) -> AsyncIterator[httpx2.AsyncClient]:
+    """A server whose request bodies may hold at most ``SMALL_BODY`` bytes."""
+    kairos = make_kairos(home, KAIROS_MAX_BODY_BYTES=str(SMALL_BODY))
+    async with _client(_app(kairos)) as client:
+        yield client
+
+
 # --- body size ---------------------------------------------------------------------------
 
-async def test_an_oversize_body_is_a_413_before_it_is_read(
-        http: httpx2.AsyncClient, small_body: int) -> None:
+async def test_an_oversize_body_is_a_413_before_it_is_read(small: httpx2.AsyncClient) -> None:
+    http, small_body = small, SMALL_BODY
     declared = await http.post("/api/v1/protocols",
                                json={"markdown_doc": "# T\n\n## S\n\n" + "x" * small_body})
     assert declared.status_code == 413
@@ -74,9 +81,8 @@ async def test_an_oversize_body_is_a_413_before_it_is_read(
     assert len(sent) <= small_body // 1000 + 2  # it stopped reading
 
 
-async def test_an_oversize_mcp_body_is_a_json_rpc_error(
-        http: httpx2.AsyncClient, small_body: int) -> None:
-    response = await http.post("/mcp", content=b" " * (small_body + 1), headers=MCP_HEADERS)
+async def test_an_oversize_mcp_body_is_a_json_rpc_error(small: httpx2.AsyncClient) -> None:
+    response = await small.post("/mcp", content=b" " * (SMALL_BODY + 1), headers=MCP_HEADERS)
     assert response.status_code == 413
     body = response.json()
     assert body["jsonrpc"] == "2.0" and body["id"] is None

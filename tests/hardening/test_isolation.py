@@ -6,16 +6,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import httpx2
 import pytest
 
-from kairos.domain import limits
 from kairos.domain.errors import KairosError
 from kairos.domain.texts import CREATE_PROTOCOL_URI
 from kairos.service import Caller, Kairos
-from tests.conftest import RACE_TRIALS, in_process
+from tests.conftest import RACE_TRIALS, in_process, make_kairos
 from tests.service.test_races import _together
 from tests.spec.seedkit import mint_three, shell_ok
 from tests.surfaces.test_auth import TOKENS, A, B
@@ -154,10 +154,9 @@ async def test_session_headers_of_another_space_or_transport_reach_no_run(
 
 
 @pytest.mark.anyio
-async def test_a_credential_holds_a_bounded_number_of_mcp_sessions(
-        http: httpx2.AsyncClient) -> None:
-    limits.configure(mcp_sessions=2)
-    try:
+async def test_a_credential_holds_a_bounded_number_of_mcp_sessions(home: Path) -> None:
+    kairos = make_kairos(home, KAIROS_MAX_MCP_SESSIONS="2")
+    async with in_process(kairos, tokens=TOKENS) as http:
         sessions = [(await _open(http, A)).headers["mcp-session-id"] for _ in range(2)]
         refused = await _open(http, A)
         assert refused.status_code == 429
@@ -167,5 +166,3 @@ async def test_a_credential_holds_a_bounded_number_of_mcp_sessions(
         assert ended.status_code == 200
         assert (await _open(http, A)).status_code == 200
         assert (await _open(http, A)).status_code == 429
-    finally:
-        limits.configure()

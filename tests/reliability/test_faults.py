@@ -27,6 +27,7 @@ from sqlalchemy import make_url, text
 from kairos.config import load_settings
 from kairos.mcp import ServiceRef, build_server
 from kairos.service import Kairos
+from kairos.service.wiring import open_service
 from kairos.store import db
 from tests.conftest import PG_URL, in_process, make_kairos
 
@@ -63,7 +64,7 @@ def _remount(disk: Path, mode: str) -> None:
 def _sqlite(home: Path) -> Kairos:
     """A service on an SQLite store in ``home``, whatever backend the suite runs on."""
     settings = load_settings(env={"KAIROS_HOME": str(home), "KAIROS_EMBEDDER": "none"})
-    return Kairos(settings, background=False)
+    return open_service(settings, background=False)
 
 
 async def _refused(http: httpx2.AsyncClient, code: str) -> None:
@@ -83,7 +84,8 @@ async def _mcp_error(kairos: Kairos) -> str:
 
     from kairos.mcp import local_identity
 
-    server = build_server(ServiceRef.of(kairos), identify=local_identity("default", "s"))
+    server = build_server(ServiceRef.of(kairos.service), limits=kairos.limits,
+                          identify=local_identity("default", "s"))
     async with Client(server) as client:
         result = await client.call_tool("kairos_mint", {"markdown_doc": SECOND})
     assert result.is_error

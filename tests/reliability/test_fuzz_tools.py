@@ -112,7 +112,8 @@ def arguments(spec: ToolSpec, uris: list[str]) -> st.SearchStrategy[dict[str, An
 def test_no_tool_call_is_an_internal_error(kairos: Kairos) -> None:
     minted = kairos.mint(THREE_STEPS)["items"][0]
     uris = [s["uri"] for s in minted["steps"]]
-    server = build_server(ServiceRef.of(kairos), identify=local_identity("default", "fuzz"))
+    server = build_server(ServiceRef.of(kairos.service), limits=kairos.limits,
+                          identify=local_identity("default", "fuzz"))
     internal: list[str] = []
     calls = 0
     with start_blocking_portal() as portal, portal.wrap_async_context_manager(
@@ -144,7 +145,8 @@ def test_no_tool_call_is_an_internal_error(kairos: Kairos) -> None:
 async def test_no_rest_body_is_a_server_error(kairos: Kairos) -> None:
     minted = kairos.mint(THREE_STEPS)["items"][0]
     uris = [s["uri"] for s in minted["steps"]]
-    app = create_app(kairos, mcp_factory=partial(build_server, ServiceRef.of(kairos)))
+    service = kairos.service
+    app = create_app(service, mcp_factory=partial(build_server, ServiceRef.of(service)))
     bodies = [(t, arguments(t, uris)) for t in TOOLS if t.name in REST]
     examples: list[tuple[str, dict[str, Any]]] = []
 

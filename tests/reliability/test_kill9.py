@@ -149,7 +149,7 @@ def test_acknowledged_writes_survive_kill_9(home: Path) -> None:
                 assert len(r.json()["steps"]) == 2, title
             index = http.get("/health").json()["index"]
             assert index["pending"] == 0 and index["with_vectors"] == index["documents"]
-            for run in http.get("/api/v1/runs", params={"limit": 500}).json()["runs"]:
+            for run in http.get("/api/v1/runs", params={"limit": 500}).json()["items"]:
                 report = http.get(f"/api/v1/runs/{run['run_id']}/verify").json()
                 assert report["valid"] is True, report
             for answer in spent[:20]:

@@ -148,7 +148,7 @@ def test_racing_mints_of_one_title_through_both_workers_store_one_protocol(
     # title) as a near-copy of it: either way, not stored.
     refused = {r.json()["error_code"] for r in responses if r not in stored}
     assert refused <= {"DUPLICATE_CHAIN", "SIMILAR_MEMORY_FOUND"}, refused
-    page = httpx2.get(f"{served.url}/api/v1/protocols", params={"q": "signing"},
+    page = httpx2.get(f"{served.url}/api/v1/protocols", params={"title": "signing"},
                      timeout=30).json()
     assert page["total"] == 1
 

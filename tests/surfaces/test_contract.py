@@ -10,7 +10,7 @@ import httpx2
 import pytest
 from mcp import Client
 
-from kairos.domain import requests as rq
+from kairos.domain.validation import json_schema
 from kairos.mcp import REGISTRY, ServiceRef, build_server, local_identity
 from kairos.service import Kairos
 from tests.spec.seedkit import THREE_STEPS
@@ -23,7 +23,7 @@ STEP = "kairos://mem/00000000-0000-0000-0000-00000000dead"
     ("/api/v1/protocols/update", "POST"),
     ("/api/v1/protocols", "GET, POST"),
     ("/api/v1/entries", "GET, POST"),
-    ("/api/v1/runs/list", "GET"),
+    ("/api/v1/runs", "GET"),
     ("/api/v1/protocols/00000000-0000-0000-0000-00000000dead", "GET"),
 ])
 async def test_allow_names_every_method_of_the_path(http: httpx2.AsyncClient, path: str,
@@ -97,11 +97,12 @@ async def test_openapi_documents_bodies_errors_and_the_bearer_scheme(
 
 
 async def test_tool_schemas_are_the_request_models(kairos: Kairos) -> None:
-    server = build_server(ServiceRef.of(kairos), identify=local_identity("default", None))
+    server = build_server(ServiceRef.of(kairos.service), limits=kairos.limits,
+                          identify=local_identity("default", None))
     async with Client(server) as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
         for name, spec in REGISTRY.items():
-            assert tools[name].input_schema == rq.json_schema(spec.model)
+            assert tools[name].input_schema == json_schema(spec.model)
             assert "$ref" not in str(tools[name].input_schema)
         refused = await client.call_tool("kairos_delete", {"uris": STEP, "protocol": 0})
         assert refused.is_error
@@ -114,8 +115,13 @@ async def test_tool_schemas_are_the_request_models(kairos: Kairos) -> None:
 async def test_real_answers_fit_their_documented_bodies(http: httpx2.AsyncClient) -> None:
     """Every body of a whole run, a refused answer and a broken chain validates against
     the model that documents it."""
-    from kairos.api import openapi as o
+    from pydantic import TypeAdapter
+
+    from kairos.domain import responses, views
     from tests.spec.seedkit import shell_ok
+
+    def fits(shape: Any, body: Any) -> None:
+        TypeAdapter(shape).validate_python(body)
     from tests.surfaces.conftest import run_three
 
     async def call(tool: str, args: dict[str, Any]) -> dict[str, Any]:
@@ -125,19 +131,19 @@ async def test_real_answers_fit_their_documented_bodies(http: httpx2.AsyncClient
 
     run = await run_three(call)
     for body in run["responses"]:
-        o.StepResult.model_validate(body)
-    o.AttestResult.model_validate(run["final"])
+        fits(responses.StepResult, body)
+    fits(responses.AttestResult, run["final"])
     begun = await call("kairos_begin", {"uri": run["steps"][0]})
     wrong = shell_ok(begun["challenge"]) | {"nonce": "not-the-nonce"}
     refused = await call("kairos_next", {"uri": run["steps"][1], "solution": wrong})
     assert refused["error_code"]
-    o.StepResult.model_validate(refused)
+    fits(responses.StepResult, refused)
     run_id = run["final"]["run_id"]
-    o.ProofLog.model_validate((await http.get(f"/api/v1/runs/{run_id}/proofs")).json())
-    o.Verification.model_validate((await http.get(f"/api/v1/runs/{run_id}/verify")).json())
-    o.RunList.model_validate((await http.get("/api/v1/runs")).json())
-    o.StepDump.model_validate((await http.get(
+    fits(views.ProofLog, (await http.get(f"/api/v1/runs/{run_id}/proofs")).json())
+    fits(views.Verification, (await http.get(f"/api/v1/runs/{run_id}/verify")).json())
+    fits(views.RunPage, (await http.get("/api/v1/runs")).json())
+    fits(responses.StepDump, (await http.get(
         f"/api/v1/protocols/{run['steps'][0].removeprefix('kairos://mem/')}")).json())
-    o.ProtocolDump.model_validate((await http.get(
+    fits(responses.ProtocolDump, (await http.get(
         f"/api/v1/protocols/{run['steps'][0].removeprefix('kairos://mem/')}",
         params={"protocol": "true"})).json())

@@ -47,8 +47,8 @@ async def test_a_run_from_mint_to_verified_proof_log(http: httpx2.AsyncClient) -
     assert verified.json() == {"run_id": run_id, "valid": True, "proofs": 3, "proven": True,
                                "head": log["proofs"][-1]["proof_hash"], "first_broken": None}
     history = (await http.get("/api/v1/runs", params={"limit": 5})).json()
-    assert history["count"] == 1 and history["runs"][0]["run_id"] == run_id
-    assert history["runs"][0]["status"] == "finished"
+    assert history["total"] == 1 and history["items"][0]["run_id"] == run_id
+    assert history["items"][0]["status"] == "finished"
 
 
 async def test_protocol_routes(http: httpx2.AsyncClient) -> None:
@@ -202,7 +202,7 @@ async def test_an_unexpected_failure_is_a_generic_500(http: httpx2.AsyncClient, 
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("secret internal detail")
 
-    monkeypatch.setattr(kairos, "run_history", broken)
+    monkeypatch.setattr(kairos.service, "list_runs", broken)
     response = await http.get("/api/v1/runs")
     assert response.status_code == 500
     assert response.json() == INTERNAL_BODY

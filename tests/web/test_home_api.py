@@ -70,12 +70,12 @@ async def test_abandoned_runs_are_listed_by_their_status(http: httpx2.AsyncClien
                                                           kairos: Kairos) -> None:
     minted = (await http.post("/api/v1/protocols", json={"markdown_doc": THREE_STEPS})).json()
     await http.post("/api/v1/runs/begin", json={"uri": minted["items"][0]["uri"]})
-    run_id = kairos.browse_runs()["items"][0]["run_id"]
+    run_id = kairos.list_runs()["items"][0]["run_id"]
     assert kairos.abandon_run(run_id, "Abandoned: gone home.")
-    listed = (await http.get("/api/v1/runs/list", params={"status": "abandoned"})).json()
+    listed = (await http.get("/api/v1/runs", params={"status": "abandoned"})).json()
     assert [(i["run_id"], i["status"], i["outcome"]) for i in listed["items"]] == [
         (run_id, "abandoned", None)]
-    bad = await http.get("/api/v1/runs/list", params={"status": "gone"})
+    bad = await http.get("/api/v1/runs", params={"status": "gone"})
     assert bad.status_code == 422 and bad.json()["field"] == "status"
     detail = (await http.get(f"/api/v1/runs/{run_id}")).json()
     assert detail["status"] == "abandoned" and detail["message"] == "Abandoned: gone home."
