@@ -187,7 +187,7 @@ async def test_attest_message_and_entry_title_have_limits(
     protocol = await http.post("/api/v1/protocols",
                                json={"markdown_doc": "# " + "t" * 100_000 + "\n\n## S\n\nx\n"})
     assert protocol.status_code == 422 and protocol.json()["line"] == 1
-    runs = (await http.get("/api/v1/runs")).json()["runs"]
+    runs = (await http.get("/api/v1/runs")).json()["items"]
     assert [r["outcome"] for r in runs] == [None]  # nothing was attested
 
 

@@ -64,7 +64,7 @@ def test_built_in_statistics_are_kept_per_space(kairos: Kairos) -> None:
     assert (b["runs"], b["failures"], b["steps"][0]["failures"]) == (0, 0, 0)
     listed = {s: {p["uri"]: p for p in kairos.list_protocols(
         Caller(space=s), builtin=True)["items"]}[CREATE_PROTOCOL_URI] for s in ("A", "B")}
-    assert (listed["A"]["runs"], listed["B"]["runs"]) == (2, 0)
+    assert (listed["A"]["stats"]["runs"], listed["B"]["stats"]["runs"]) == (2, 0)
     for space, runs in (("A", 2), ("B", 0)):
         overview = kairos.protocol_overview(CREATE_PROTOCOL_URI, Caller(space=space))
         assert overview["stats"]["runs"] == runs

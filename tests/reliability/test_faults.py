@@ -26,9 +26,9 @@ from sqlalchemy import make_url, text
 
 from kairos.config import load_settings
 from kairos.mcp import ServiceRef, build_server
-from kairos.service import Kairos
 from kairos.service.wiring import open_service
 from kairos.store import db
+from tests.client import Agent
 from tests.conftest import PG_URL, in_process, make_kairos
 
 pytestmark = pytest.mark.anyio
@@ -61,10 +61,10 @@ def _remount(disk: Path, mode: str) -> None:
     subprocess.run(["mount", "-o", f"remount,{mode}", str(disk)], check=True)
 
 
-def _sqlite(home: Path) -> Kairos:
+def _sqlite(home: Path) -> Agent:
     """A service on an SQLite store in ``home``, whatever backend the suite runs on."""
     settings = load_settings(env={"KAIROS_HOME": str(home), "KAIROS_EMBEDDER": "none"})
-    return open_service(settings, background=False)
+    return Agent(open_service(settings, background=False))
 
 
 async def _refused(http: httpx2.AsyncClient, code: str) -> None:
@@ -78,7 +78,7 @@ async def _refused(http: httpx2.AsyncClient, code: str) -> None:
     assert (health.json()["status"], health.json()["store"]["fault"]) == ("unhealthy", code)
 
 
-async def _mcp_error(kairos: Kairos) -> str:
+async def _mcp_error(kairos: Agent) -> str:
     """The error code of an MCP kairos_mint, through the real SDK client in memory."""
     from mcp import Client
 
