@@ -176,7 +176,7 @@ def identify_mcp(request: Any) -> tuple[Caller, str | None]:
     """(caller, search session) of a call on the MCP endpoint: its transport session
     (``mcp-session-id``, which ``McpSessions`` lets through only from the credential that
     opened it), else the client's session header, else the token; the search session
-    prefers the client's header (seed 002 §3)."""
+    prefers the client's header (contract §5 R10)."""
     return _identify(request, valid_session_id(request.headers.get(MCP_SESSION_HEADER)))
 
 

@@ -147,7 +147,7 @@ def _keyword(head: str, line: int | None) -> str:
 
 
 def challenge_from_pow(spec: str, line: int | None = None) -> Challenge:
-    """Parse the forms of seed 001: ``timeout 30s cmd``, ``cmd``, ``mcp tool``,
+    """Parse the forms of contract §2: ``timeout 30s cmd``, ``cmd``, ``mcp tool``,
     ``user_input "prompt"``, ``comment min_length=N``."""
     if not spec:
         raise MarkdownError(MISSING_CHALLENGE_FIELD, f"PROOF OF WORK on line {line} is empty",

@@ -111,7 +111,7 @@ def _after_shown(steps: list[StepView], index: int) -> tuple[str | None, str]:
 
 def begin(steps: list[StepView], requested: int, run_id: str, nonce: str
           ) -> tuple[RunState, StepResult]:
-    """Start a run at step 1, whichever step was asked for (seed 004)."""
+    """Start a run at step 1, whichever step was asked for (contract §4)."""
     first = steps[0]
     challenge = issue(first.challenge, nonce, texts.GENESIS_HASH)
     single = len(steps) == 1

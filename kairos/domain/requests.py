@@ -118,7 +118,7 @@ Solution = Annotated[Any, Field(
             "user_input": {"type": "object"}, "comment": {"type": "object"}},
         "required": ["type"]})]
 """Any JSON value on purpose: a wrong answer, even one that is not an object, is judged by
-the run engine (seed 003: an error code, a fresh challenge and a retry count), not refused
+the run engine (contract §4: an error code, a fresh challenge and a retry count), not refused
 as a malformed request."""
 
 
@@ -184,7 +184,7 @@ class Attest(Request):
                                                         "challenge is still open.")
 
 
-# --- entries and the unified search (seed 002) -------------------------------------------
+# --- entries and the unified search (contract §5) -----------------------------------------
 
 class EntryFilters(Request):
     author: str | None = None

@@ -1,4 +1,4 @@
-"""Every string the contract fixes, in one place (seeds 000, 003, 004 and DESIGN section 3)."""
+"""Every string the contract fixes, in one place (contract §2-§5, docs/contract.md)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ URI_PREFIX = "kairos://mem/"
 CREATE_PROTOCOL_URI = "kairos://mem/00000000-0000-0000-0000-000000002001"
 REFINE_SEARCH_URI = "kairos://mem/00000000-0000-0000-0000-000000002002"
 
-# Step-answer error codes (seed 003).
+# Step-answer error codes (contract §4).
 NONCE_MISMATCH = "NONCE_MISMATCH"
 PROOF_HASH_MISMATCH = "PROOF_HASH_MISMATCH"
 TYPE_MISMATCH = "TYPE_MISMATCH"
@@ -23,7 +23,7 @@ USER_DECLINED = "USER_DECLINED"
 MAX_RETRIES_EXCEEDED = "MAX_RETRIES_EXCEEDED"
 MAX_RETRIES = 3
 
-# Fields the seeds removed; they must never appear in a response.
+# Fields a response never carries (contract §4, "Never present").
 FORBIDDEN_FIELDS = frozenset(
     {
         "next_step",
@@ -73,7 +73,7 @@ def next_action_max_retries(refused_uri: str) -> str:
     )
 
 
-# kairos_search (seed 000, DESIGN rule 7).
+# kairos_search (contract §3, R7).
 SEARCH_NEXT_ACTION = "Pick one choice and follow that choice's next_action."
 SEARCH_NEXT_ACTION_SINGLE = "Follow the choice's next_action."
 SEARCH_MSG_NONE = "No existing protocol matched your query. Refine your search or create a new one."

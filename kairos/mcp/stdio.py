@@ -1,7 +1,7 @@
 """``kairos mcp``: one agent host spawns this process and talks MCP over stdin/stdout.
 
-The process is one conversation: it makes one session id at start (seed 002 §5; DESIGN
-3.10), which is both the caller id that owns its runs and the search session of
+The process is one conversation: it makes one session id at start (contract §5
+R10), which is both the caller id that owns its runs and the search session of
 search_entries/read_entries. The service (database, search, embedding model) is built
 after the first ``tools/list`` so the handshake answers at once.
 """

@@ -1,5 +1,5 @@
 """The search engine: keeps the index in step with every write (learned triggers
-included, ``learning``), and answers kairos_search and the unified search of seed 002 with
+included, ``learning``), and answers kairos_search and the unified search (contract §5) with
 one score (``ranking``, ``domain.matching``) from the dense evidence of the vector index,
 the text evidence of the full-text index and the lexical evidence of the records' text."""
 

@@ -1,4 +1,4 @@
-"""Search session memory (seed 002 §3): what a conversation already saw and cited.
+"""Search session memory (contract §5 R10): what a conversation already saw and cited.
 
 An LRU of at most ``capacity`` sessions with an idle TTL, guarded by one lock; every
 operation is O(1) (an OrderedDict move or pop). Per process, wiped on restart.

@@ -1,4 +1,4 @@
-"""Experiences and manuals (seed 002): write, update, read, categories, the unified search,
+"""Experiences and manuals (contract §5): write, update, read, categories, the unified search,
 session memory and the duplicate check on every write."""
 
 from __future__ import annotations
@@ -415,7 +415,7 @@ def _known_fields(fields: list[str] | None, allowed: tuple[str, ...]) -> list[st
 
 @dataclass(frozen=True)
 class _Unified:
-    """A unified search request with its defaults applied (seed 002's schema sketch)."""
+    """A unified search request with its defaults applied (contract §5)."""
 
     query: str
     types: tuple[str, ...]

@@ -9,8 +9,8 @@ said the protocol failed (a step may simply take long, or a page was left open),
 protocol's success rate and its search ranking do not move; its runs counter, which
 counts runs started, keeps it.
 
-Only ``active`` runs expire. A ``completed`` run has shown its last step, and the seeds
-make that a finished run (attesting it is optional), so it keeps its recorded outcome.
+Only ``active`` runs expire. A ``completed`` run has shown its last step, and contract §4
+makes that a finished run (attesting it is optional), so it keeps its recorded outcome.
 
 Every serving process sweeps once a minute (``start``); ``kairos runs`` sweeps before it
 lists. Sweeps are safe with any number of processes and replicas: each run is closed by

@@ -269,7 +269,7 @@ class RunService:
                   locked: bool) -> RunRow | None:
         """The run an answer is for (read under its lock when ``locked``): the one that
         issued the solution's nonce (``ctx.run``); failing that, the caller's most recent
-        run of this protocol in its space that waits at ``step_index`` (DESIGN section 4).
+        run of this protocol in its space that waits at ``step_index`` (contract §6).
 
         A nonce names a run of the caller's space only. A nonce that its run no longer
         waits for (answered, or superseded by a refusal) is spent: it changes nothing
