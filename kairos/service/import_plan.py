@@ -12,8 +12,9 @@ from sqlalchemy import insert, select
 from ..domain import engine, markdown
 from ..domain.errors import CONFLICT, DUPLICATE_CHAIN, ConflictError
 from ..domain.markdown import title_key
-from ..search.documents import DocSpec, entry_doc, entry_table, protocol_doc
+from ..search.documents import DocSpec, entry_doc, protocol_doc
 from ..store import schema as t
+from ..store.schema import entry_table
 from .import_rows import Row
 
 if TYPE_CHECKING:

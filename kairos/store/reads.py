@@ -18,6 +18,7 @@ from sqlalchemy.sql import ColumnElement
 
 from ..domain.markdown import title_key
 from . import schema
+from .schema import entry_table
 
 
 @dataclass(frozen=True)
@@ -112,11 +113,6 @@ def run_page(space: str, *, limit: int, offset: int, status: str | None = None,
             .outerjoin(schema.protocols, p.id == r.protocol_id)
             .where(cond).order_by(r.updated_at.desc(), r.id).limit(limit).offset(offset))
     return PageQuery(page, _count_of(schema.runs, cond))
-
-
-def entry_table(kind: str) -> Any:
-    """The table of experiences or of manuals."""
-    return schema.experiences if kind == "experience" else schema.manuals
 
 
 def entry_page(space: str, kind: str, *, limit: int, offset: int,

@@ -8,6 +8,7 @@ from typing import Any
 from sqlalchemy import Select, bindparam, delete, func, insert, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, RowMapping
+from sqlalchemy.exc import IntegrityError
 
 from . import counts as metrics
 from . import schema as t
@@ -260,5 +261,33 @@ class Repo:
             t.categories.c.code)
         return list(self.conn.execute(q).mappings())
 
-    def insert_category(self, **values: Any) -> None:
-        self.conn.execute(insert(t.categories).values(**values))
+    def insert_categories(self, space: str, rows: Iterable[tuple[str, str, str]]) -> None:
+        """Insert ``(code, name, description)`` rows, or nothing when another writer's
+        identical rows won: writers racing on a new space all succeed. A savepoint keeps
+        the transaction usable after the lost insert."""
+        try:
+            with self.conn.begin_nested():
+                self.conn.execute(insert(t.categories), [
+                    {"space": space, "code": code, "name": name, "description": description}
+                    for code, name, description in rows])
+        except IntegrityError:
+            pass
+
+    def entry(self, kind: str, entity_id: str) -> Row | None:
+        """An experience or a manual (``kind``) by id, in any space."""
+        table = t.entry_table(kind)
+        return self.conn.execute(select(table).where(table.c.id == entity_id)).mappings().first()
+
+    def insert_entry(self, kind: str, **values: Any) -> None:
+        self.conn.execute(insert(t.entry_table(kind)).values(**values))
+
+    def update_entry(self, kind: str, entity_id: str, seen: str, **values: Any) -> bool:
+        """Apply ``values`` to the entry only if it is still the version stamped ``seen``."""
+        table = t.entry_table(kind)
+        return bool(self.conn.execute(update(table).where(
+            (table.c.id == entity_id) & (table.c.updated_at == seen)).values(**values)).rowcount)
+
+    def search_body(self, rid: int) -> str | None:
+        """The body a search document indexes."""
+        return self.conn.execute(select(t.search_docs.c.body).where(
+            t.search_docs.c.rid == rid)).scalar()
