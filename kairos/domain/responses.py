@@ -18,6 +18,9 @@ from typing_extensions import TypedDict, TypeIs
 ErrorBody = dict[str, Any]
 """A ``KairosError.to_dict()``: error_code, message, and field, expected, line, details."""
 
+ExportLine = dict[str, Any]
+"""One line of an export: its header, or ``{"table": ..., "row": {column: value}}``."""
+
 
 # --- kairos_search (contract §3) -----------------------------------------------------------
 
@@ -340,7 +343,8 @@ class Imported(TypedDict):
 
 __all__ = ["AttestResult", "Category", "CategoryList", "Choice", "CurrentStep", "DeleteResult",
            "DraftCheck", "Duplicate", "DuplicateCheck", "EntriesRead", "Entry", "EntryKind",
-           "EntryWritten", "ErrorBody", "Explained", "Health", "Imported", "ItemResult",
+           "EntryWritten", "ErrorBody", "Explained", "ExportLine", "Health", "Imported",
+           "ItemResult",
            "LearnedTrigger", "MintResult", "Minted", "Outcome", "Problem", "ProtocolDump",
            "Reindexed", "SearchResult", "SessionInfo", "StepDump", "StepRef", "StepResult",
            "TriggerList", "UnifiedResult", "UpdateResult", "Validation", "is_attested"]

@@ -5,7 +5,6 @@ validated once by the surface, and the caller, and answers a typed JSON body
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
 
 from ..config import Settings
 from ..domain.caller import Caller
@@ -47,6 +46,7 @@ from ..domain.responses import (
     EntriesRead,
     EntryWritten,
     Explained,
+    ExportLine,
     Health,
     Imported,
     MintResult,
@@ -260,7 +260,7 @@ class Kairos:
 
     # --- a space's records in and out, the index, health -----------------------------------
 
-    def export_records(self, caller: Caller) -> Iterator[dict[str, Any]]:
+    def export_records(self, caller: Caller) -> Iterator[ExportLine]:
         """Every record of the caller's space, one JSON object per line of an export."""
         return export_records(self.store, caller)
 
