@@ -54,7 +54,7 @@ class Command(TyperCommand):
     def invoke(self, ctx: Context) -> Any:
         # A field a request names is a parameter's name, or its option's (--type: type).
         _state["params"] = {p.name for p in self.params if p.name} | {
-            o.lstrip("-").replace("-", "_") for p in self.params for o in p.opts}
+            opt.lstrip("-").replace("-", "_") for p in self.params for opt in p.opts}
         return super().invoke(ctx)
 
     def collect_usage_pieces(self, ctx: Context) -> list[str]:

@@ -21,7 +21,7 @@ from sqlalchemy.exc import IntegrityError
 from ..domain import doctext
 from ..domain.ports import Embedder
 from ..domain.responses import Duplicate, DuplicateCheck, Reindexed
-from ..store import schema as t
+from ..store import schema
 from ..store.db import Store
 from ..store.repo import Repo
 from .documents import DocSpec, stored_doc
@@ -115,13 +115,13 @@ class SearchService:
     def unindex(self, repo: Repo, kind: str, entity_ids: Sequence[str]) -> None:
         conn = repo.conn
         keys = [f"{kind}:{e}" for e in entity_ids]
-        rids = [r[0] for r in conn.execute(select(t.search_docs.c.rid)
-                                           .where(t.search_docs.c.key.in_(keys)))]
+        rids = [r[0] for r in conn.execute(select(schema.search_docs.c.rid)
+                                           .where(schema.search_docs.c.key.in_(keys)))]
         if not rids:
             return
         self.store.text_index.delete(conn, rids)
         self.store.vector_index.delete(conn, rids)
-        conn.execute(delete(t.search_docs).where(t.search_docs.c.rid.in_(rids)))
+        conn.execute(delete(schema.search_docs).where(schema.search_docs.c.rid.in_(rids)))
 
     def _upsert_vectors(self, conn: Connection, rid: int, doc: DocSpec, matrix: np.ndarray,
                         model_id: str) -> None:
@@ -142,11 +142,12 @@ class SearchService:
                   "title": doc.title, "labels": doc.labels, "body": doc.body,
                   "ntokens": doc.ntokens, "category": doc.category,
                   "section": doc.section, "author": doc.author, "updated_at": doc.updated_at}
-        row = conn.execute(select(t.search_docs.c.rid).where(t.search_docs.c.key == key)).first()
+        docs = schema.search_docs
+        row = conn.execute(select(docs.c.rid).where(docs.c.key == key)).first()
         if row is None:
-            res = conn.execute(insert(t.search_docs).values(key=key, **values))
+            res = conn.execute(insert(schema.search_docs).values(key=key, **values))
             return int(res.inserted_primary_key[0])  # type: ignore[index]
-        conn.execute(update(t.search_docs).where(t.search_docs.c.rid == row[0]).values(**values))
+        conn.execute(update(docs).where(docs.c.rid == row[0]).values(**values))
         return int(row[0])
 
     # --- ranking (``ranking``) --------------------------------------------------------------
@@ -194,7 +195,7 @@ class SearchService:
             value = _get_meta(repo.conn, key)
         if value is None:
             with suppress(IntegrityError), self.store.write() as repo:
-                repo.conn.execute(insert(t.index_meta).values(key=key, value="0"))
+                repo.conn.execute(insert(schema.index_meta).values(key=key, value="0"))
             with self.store.read() as repo:
                 value = _get_meta(repo.conn, key)
         return int(value or 0)
@@ -205,9 +206,9 @@ class SearchService:
         kind came after ``seen``. False means the duplicate check is stale: check again.
         On PostgreSQL the conditional UPDATE row-locks the counter until commit, so two
         writers cannot both pass it."""
-        return bool(repo.conn.execute(update(t.index_meta).where(
-            (t.index_meta.c.key == _version_key(space, kind))
-            & (t.index_meta.c.value == str(seen))).values(value=str(seen + 1))).rowcount)
+        return bool(repo.conn.execute(update(schema.index_meta).where(
+            (schema.index_meta.c.key == _version_key(space, kind))
+            & (schema.index_meta.c.value == str(seen))).values(value=str(seen + 1))).rowcount)
 
     def similar(self, kind: str, space: str, title: str, body: str,
                 exclude: str | None, query_vector: np.ndarray | None = None
@@ -216,7 +217,7 @@ class SearchService:
         vectors when ``query_vector`` (the new record's, ``DUPLICATE_SEQ``) is given, else
         the word overlap (Jaccard) with the best text matches."""
         text = f"{title}. {body}"
-        c = t.search_docs.c
+        c = schema.search_docs.c
         with self.store.read() as repo:
             conn = repo.conn
             if query_vector is not None and self.vectors_ready:
@@ -264,8 +265,8 @@ class SearchService:
                         break
                     chunk = todo[i:i + batch]
                     with self.store.read() as repo:
-                        rows = list(repo.conn.execute(select(t.search_docs).where(
-                            t.search_docs.c.rid.in_(chunk))).mappings())
+                        rows = list(repo.conn.execute(select(schema.search_docs).where(
+                            schema.search_docs.c.rid.in_(chunk))).mappings())
                         specs = [s for r in rows
                                  if (s := stored_doc(repo, r["kind"], r["entity_id"]))]
                     vectors = self.embed_docs(specs)
@@ -294,12 +295,13 @@ class SearchService:
             recipe = _get_meta(repo.conn, "recipe")
         if recipe is None:
             with suppress(IntegrityError), self.store.write() as repo:
-                repo.conn.execute(insert(t.index_meta).values(key="recipe", value=doctext.RECIPE))
+                repo.conn.execute(insert(schema.index_meta).values(
+                    key="recipe", value=doctext.RECIPE))
             return False
         return recipe != doctext.RECIPE
 
     def _pending(self, model_id: str, *, everything: bool = False) -> list[int]:
-        d, v = t.search_docs.c, t.search_vectors.c
+        d, v = schema.search_docs.c, schema.search_vectors.c
         with self.store.read() as repo:
             q = select(d.rid).order_by(d.rid)
             if not everything:
@@ -310,7 +312,7 @@ class SearchService:
     def _store_vectors(self, repo: Repo, specs: Sequence[DocSpec], vectors: np.ndarray,
                        model_id: str) -> None:
         """Vectors of documents that still read as they did when embedded."""
-        c = t.search_docs.c
+        c = schema.search_docs.c
         keys = {f"{s.kind}:{s.entity_id}": s for s in specs}
         current = {r.key: (r.rid, r.updated_at) for r in repo.conn.execute(
             select(c.key, c.rid, c.updated_at).where(c.key.in_(list(keys))))}
@@ -372,9 +374,9 @@ class SearchService:
         model_id = self.embedder.model_id if self.vectors_ready else None
         with self.store.read() as repo:
             conn = repo.conn
-            docs = conn.execute(select(func.count()).select_from(t.search_docs)).scalar_one()
-            vec = conn.execute(select(func.count(t.search_vectors.c.rid.distinct())).where(
-                t.search_vectors.c.model_id == (model_id or ""))).scalar_one()
+            docs = conn.execute(select(func.count()).select_from(schema.search_docs)).scalar_one()
+            vec = conn.execute(select(func.count(schema.search_vectors.c.rid.distinct())).where(
+                schema.search_vectors.c.model_id == (model_id or ""))).scalar_one()
             stored = _get_meta(conn, "model_id")
         return {"documents": docs, "with_vectors": vec, "pending": docs - vec,
                 "model_id": model_id, "indexed_model_id": stored,
@@ -386,11 +388,12 @@ def _version_key(space: str, kind: str) -> str:
 
 
 def _get_meta(conn: Connection, key: str) -> str | None:
-    row = conn.execute(select(t.index_meta.c.value).where(t.index_meta.c.key == key)).first()
+    meta = schema.index_meta
+    row = conn.execute(select(meta.c.value).where(meta.c.key == key)).first()
     return None if row is None else str(row[0])
 
 
 def _set_meta(conn: Connection, key: str, value: str) -> None:
-    if conn.execute(update(t.index_meta).where(t.index_meta.c.key == key)
+    if conn.execute(update(schema.index_meta).where(schema.index_meta.c.key == key)
                     .values(value=value)).rowcount == 0:
-        conn.execute(insert(t.index_meta).values(key=key, value=value))
+        conn.execute(insert(schema.index_meta).values(key=key, value=value))

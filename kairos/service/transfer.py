@@ -16,7 +16,7 @@ from typing import Any
 from sqlalchemy import Table, select
 
 from ..domain.caller import Caller
-from ..store import schema as t
+from ..store import schema
 from ..store.db import Store
 from .clock import now
 
@@ -58,11 +58,11 @@ NATURAL_KEYS: dict[str, tuple[str, ...]] = {
 
 def tables() -> list[Table]:
     """Exported tables in dependency order; an unclassified table is an error."""
-    unknown = sorted(set(t.metadata.tables) - set(SCOPES) - set(NOT_EXPORTED))
+    unknown = sorted(set(schema.metadata.tables) - set(SCOPES) - set(NOT_EXPORTED))
     if unknown:
         raise RuntimeError(f"transfer does not know the table(s) {', '.join(unknown)}: "
                            "add each to SCOPES or NOT_EXPORTED in kairos/service/transfer.py")
-    return [table for table in t.metadata.sorted_tables if table.name in SCOPES]
+    return [table for table in schema.metadata.sorted_tables if table.name in SCOPES]
 
 
 def _store_key(table: Table) -> str | None:
@@ -77,7 +77,7 @@ def _where(table: Table, space: str) -> Any:
     scope = SCOPES[table.name]
     if scope == BY_SPACE:
         return table.c.space == space
-    return table.c.run_id.in_(select(t.runs.c.id).where(t.runs.c.space == space))
+    return table.c.run_id.in_(select(schema.runs.c.id).where(schema.runs.c.space == space))
 
 
 def _encode(value: Any) -> Any:
