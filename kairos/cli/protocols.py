@@ -11,6 +11,7 @@ from typing import Annotated, Any
 import typer
 
 from ..domain.errors import KairosError
+from ..domain.limits import PAGE_MAX
 from ..domain.requests import (
     Delete,
     Dump,
@@ -195,7 +196,7 @@ def list_(
         metavar="TAG", help="Only protocols with this tag (see --json).")] = None,
     builtin: Annotated[bool, typer.Option("--builtin",
                                           help="Include the built-in protocols.")] = False,
-    limit: Annotated[int, typer.Option(metavar="N", min=1, max=500,
+    limit: Annotated[int, typer.Option(metavar="N", min=1, max=PAGE_MAX,
                                        help="Protocols per page.")] = 50,
     offset: Annotated[int, typer.Option(metavar="N", min=0,
                                         help="Skip this many protocols.")] = 0,

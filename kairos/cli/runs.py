@@ -10,6 +10,7 @@ from typing import Annotated, Any, cast
 
 import typer
 
+from ..domain.limits import PAGE_MAX
 from ..domain.requests import (
     AbandonRun,
     AbortRun,
@@ -273,7 +274,7 @@ RUNS = (Col("run", short_id), Col("status"), Col("outcome"), Col("proven"),
 
 @command()
 def runs(
-    limit: Annotated[int, typer.Option(metavar="N", min=1, max=500,
+    limit: Annotated[int, typer.Option(metavar="N", min=1, max=PAGE_MAX,
                                        help="How many runs.")] = 20,
     status: Annotated[str | None, typer.Option(
         metavar="STATUS", help="Only runs in this state: active, completed, finished, "
