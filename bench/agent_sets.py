@@ -30,7 +30,7 @@ from rich.console import Console
 
 from kairos.domain import markdown
 from kairos.search.embedders import LocalEmbedder
-from kairos.service import Kairos
+from tests.client import Agent
 
 DATA = Path(__file__).resolve().parent / "data"
 STYLES = ("keyword", "intent", "request", "rare", "off_topic")
@@ -53,7 +53,7 @@ class Store:
     title, an entry's entity id) to it."""
 
     name: str
-    kairos: Kairos
+    kairos: Agent
     docs: dict[str, str]
     id_of: dict[str, str]
     queries: list[Query]

@@ -39,13 +39,14 @@ from rich.progress import (
 )
 from workload import Page, load_pages, manual_entry, protocol_markdown, task_query
 
-from kairos.cli.main import MINT_BATCH
+from kairos.cli.protocols import MINT_BATCH
 from kairos.config import load_settings
 from kairos.domain import markdown
+from kairos.domain.markdown import title_key
 from kairos.search.documents import entry_doc, protocol_doc
 from kairos.search.embedders import LocalEmbedder
-from kairos.service import Kairos
-from kairos.service.protocols import title_key
+from kairos.service.wiring import open_service
+from tests.client import Agent
 
 SYNTHETIC_SIZE = 50_000
 
@@ -236,11 +237,13 @@ def _no_duplicate_check(*_: Any, **__: Any) -> dict[str, Any]:
     return {"duplicates": [], "warnings": []}
 
 
-def open_kairos(home: Path, embedder: Any, database_url: str | None = None) -> Kairos:
+def open_kairos(home: Path, embedder: Any, database_url: str | None = None) -> Agent:
+    """The service of a store in ``home``, called as an agent's code calls it: JSON values
+    in, each validated into its request model as a surface does (``tests.client``)."""
     env = {"KAIROS_HOME": str(home)}
     if database_url:
         env["KAIROS_DATABASE_URL"] = database_url
-    return Kairos(load_settings(env=env), embedder=embedder, background=False)
+    return Agent(open_service(load_settings(env=env), embedder=embedder, background=False))
 
 
 def snapshot(db: Path, home: Path) -> None:
@@ -256,14 +259,14 @@ def build(kind: str, items: list[Item], sizes: Sequence[int], root: Path,
     """Mint (or write, for manuals) ``items`` in order into one store, copying it at each
     size. Returns the corpora and, per size, the figures of the ``sample`` measured
     mints that precede it (real path: live model and duplicate check)."""
-    write: Callable[[Kairos, list[Item]], list[str]]
+    write: Callable[[Agent, list[Item]], list[str]]
     if kind == "protocol":
-        def write(k: Kairos, chunk: list[Item]) -> list[str]:
+        def write(k: Agent, chunk: list[Item]) -> list[str]:
             results = k.mint_many([it.markdown for it in chunk], force_update=True)
             return [str(r["items"][0]["uri"]) for r in results if isinstance(r, dict)]
         texts_of, batch = protocol_vector_texts, MINT_BATCH
     else:
-        def write(k: Kairos, chunk: list[Item]) -> list[str]:
+        def write(k: Agent, chunk: list[Item]) -> list[str]:
             return [str(k.write_entry(manual_entry(it.page))["entity_id"]) for it in chunk]
         texts_of, batch = manual_vector_texts, 1
     sizes = sorted(sizes)

@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -63,15 +63,15 @@ def first_search(clone: Path, home: Path, port: int) -> dict[str, Any]:
             if proc.poll() is not None:
                 raise SystemExit(f"serve exited: {proc.stderr.read().decode()[-2000:]}")
             try:
-                r = httpx.post(f"{url}/api/v1/protocols/search",
+                r = httpx2.post(f"{url}/api/v1/protocols/search",
                                json={"query": "publish a new release"}, timeout=30)
                 if r.status_code == 200:
                     answer = r.json()
-            except httpx.HTTPError:
+            except httpx2.HTTPError:
                 time.sleep(0.25)
         seconds = time.perf_counter() - started
         for _ in range(20):
-            httpx.post(f"{url}/api/v1/protocols/search", json={"query": "undo a git commit"},
+            httpx2.post(f"{url}/api/v1/protocols/search", json={"query": "undo a git commit"},
                        timeout=30)
         rss = rss_mb(proc.pid)
     finally:
@@ -104,8 +104,8 @@ def mint_dir(clone: Path, home: Path, pages: int) -> dict[str, Any]:
                             capture_output=True, text=True).stdout.count("kairos://mem/")
     seconds = time.perf_counter() - started
     out = subprocess.run([sys.executable, "-c", (
-        "import json, sys; from kairos.service import Kairos; from kairos.config import "
-        "load_settings; k = Kairos(load_settings(), background=False); "
+        "import json, sys; from kairos.service.wiring import open_service; from kairos.config "
+        "import load_settings; k = open_service(load_settings(), background=False); "
         "print(json.dumps(k.search_engine.index_state())); k.close()")],
         env={**env, "PYTHONPATH": str(clone)}, check=True, capture_output=True, text=True)
     shutil.rmtree(docs, ignore_errors=True)

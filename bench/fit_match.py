@@ -27,7 +27,7 @@ one step at a time:
 The text-only rule (no vectors) is fitted the same way on the same evidence without its
 dense part, its strength's text weight 1.
 
-Both rules must also keep the contract: the scenarios of seed 000 (``CONTRACT``, as
+Both rules must also keep the contract: the scenarios of contract §3 (``CONTRACT``, as
 ``tests/spec/test_seed_000_search.py`` runs them), ranked by the real engine with and
 without vectors, must give exactly the seed's matches; a grid point that breaks one is
 not kept.
@@ -62,7 +62,8 @@ STORES = ("team", "tldr", "entries")
 
 JIRA = ("# Create Jira Ticket in BIB - {0}\n\n## Core Principles / Discovery & Pattern "
         "Analysis\n\n{1}\n\nPROOF OF WORK: mcp jira_create_issue\n")
-#: Seed 000's scenarios: (documents, query, the titles that must be the matches).
+#: The kairos_search scenarios of contract §3: (documents, query, the titles that must be
+#: the matches).
 CONTRACT = (
     (["# Deploy the coding extension\n\n## Ship it\n\nDeploy the extension to production."
       "\n\nPROOF OF WORK: make deploy\n",
@@ -118,7 +119,7 @@ class Query:
 
 
 def contract(*, text_only: bool) -> list[Query]:
-    """Seed 000's scenarios as queries (store "contract"), ranked by the real engine."""
+    """Contract §3's scenarios as queries (store "contract"), ranked by the real engine."""
     import tempfile
 
     from corpus import open_kairos

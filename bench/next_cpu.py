@@ -46,8 +46,12 @@ import uvloop
 
 import kairos
 from kairos.config import load_settings
+from kairos.domain.caller import Caller
+from kairos.domain.requests import Attest, Begin, Mint, Next
+from kairos.domain.validation import parse
 from kairos.search.embedders import local_model
 from kairos.service import Kairos
+from kairos.service.wiring import open_service
 
 COMMENT_MIN = 20
 
@@ -80,19 +84,23 @@ def solution(challenge: dict[str, Any], index: int) -> dict[str, Any]:
 
 
 class Direct:
-    """``begin``, ``next`` and ``attest`` as the service's own calls."""
+    """``begin``, ``next`` and ``attest`` as the service's own calls, each request validated
+    into its model first, as every surface does."""
 
     def __init__(self, k: Kairos) -> None:
         self.k = k
+        self.caller = Caller()
 
-    async def begin(self, uri: str) -> dict[str, Any]:
-        return self.k.begin(uri)
+    async def begin(self, uri: str) -> Any:
+        return self.k.begin(parse(Begin, {"uri": uri}), self.caller)
 
-    async def next(self, uri: str, solution: dict[str, Any]) -> dict[str, Any]:
-        return self.k.next(uri, solution)
+    async def next(self, uri: str, solution: dict[str, Any]) -> Any:
+        return self.k.next(parse(Next, {"uri": uri, "solution": solution}), self.caller)
 
-    async def attest(self, uri: str, solution: dict[str, Any]) -> dict[str, Any]:
-        return self.k.attest(uri, "success", "released", solution=solution)
+    async def attest(self, uri: str, solution: dict[str, Any]) -> Any:
+        return self.k.attest(parse(Attest, {"uri": uri, "outcome": "success",
+                                            "message": "released", "solution": solution}),
+                             self.caller)
 
 
 class Rest:
@@ -221,12 +229,12 @@ def main() -> None:
         env = {"KAIROS_HOME": home}
         if args.database_url:
             env["KAIROS_DATABASE_URL"] = args.database_url
-        k = Kairos(load_settings(env=env), embedder=local_model(), background=False)
+        k = open_service(load_settings(env=env), embedder=local_model(), background=False)
         print(f"backend {k.store.dialect}{', through the REST app' if args.rest else ''}")
         try:
-            shell, comment = ([s["uri"] for s in k.mint(release_protocol(kind, args.steps),
-                                                           force_update=True)["items"][0]["steps"]]
-                              for kind in ("shell", "comment"))
+            shell, comment = ([s["uri"] for s in k.mint(
+                Mint(markdown_doc=release_protocol(kind, args.steps), force_update=True),
+                Caller())["items"][0]["steps"]] for kind in ("shell", "comment"))
             caller = Rest(k) if args.rest else Direct(k)
             uvloop.run(report(caller, shell, comment, args))
         finally:

@@ -23,6 +23,8 @@ import subprocess
 import sys
 import tempfile
 from collections import Counter
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -33,9 +35,13 @@ from workload import _plain, load_pages, protocol_markdown  # noqa: E402
 
 from kairos.domain import limits, markdown  # noqa: E402
 
+Parse = Callable[[str], Any]
+#: Both parsers take documents of any number of steps.
+STEPS = 100_000
 
-def _earlier(rev: str, root: Path) -> Any:
-    """The markdown module of ``rev``, imported as ``earlier_kairos.domain.markdown``."""
+
+def _earlier(rev: str, root: Path) -> Parse:
+    """The markdown parser of ``rev``, imported as ``earlier_kairos.domain.markdown``."""
     archive = subprocess.run(["git", "-C", str(HERE.parent), "archive", rev, "kairos"],
                              check=True, capture_output=True).stdout
     subprocess.run(["tar", "-x", "-C", str(root)], input=archive, check=True)
@@ -46,14 +52,18 @@ def _earlier(rev: str, root: Path) -> Any:
     module = importlib.util.module_from_spec(spec)
     sys.modules["earlier_kairos"] = module
     spec.loader.exec_module(module)
-    importlib.import_module("earlier_kairos.domain.limits").configure(steps=100_000)
-    return importlib.import_module("earlier_kairos.domain.markdown")
+    earlier = importlib.import_module("earlier_kairos.domain.limits")
+    parse = importlib.import_module("earlier_kairos.domain.markdown").parse
+    if hasattr(earlier, "configure"):  # a revision whose limits were one module global
+        earlier.configure(steps=STEPS)
+        return parse  # type: ignore[no-any-return]
+    return partial(parse, lim=earlier.Limits(steps=STEPS))
 
 
-def _minted(parser: Any, doc: str) -> Any:
+def _minted(parse: Parse, doc: str) -> Any:
     try:
         return [(p.title, p.intro, [(s.label, s.content, s.challenge.to_dict())
-                                    for s in p.steps]) for p in parser.parse(doc)]
+                                    for s in p.steps]) for p in parse(doc)]
     except Exception as exc:
         return ("refused", getattr(exc, "code", type(exc).__name__),
                 getattr(exc, "message", str(exc)))
@@ -86,14 +96,14 @@ def main() -> None:
     p.add_argument("--rev", default="main", help="the earlier parser's revision [main]")
     p.add_argument("--examples", type=int, default=5, help="examples per kind [5]")
     args = p.parse_args()
-    limits.configure(steps=100_000)
+    now_parse = partial(markdown.parse, lim=limits.Limits(steps=STEPS))
     with tempfile.TemporaryDirectory(prefix="kairos-compat-") as tmp:
         earlier = _earlier(args.rev, Path(tmp))
         for name, docs in corpora().items():
             kinds: Counter[str] = Counter()
             examples: dict[str, list[str]] = {}
             for ident, doc in docs:
-                before, now = _minted(earlier, doc), _minted(markdown, doc)
+                before, now = _minted(earlier, doc), _minted(now_parse, doc)
                 if before == now:
                     kinds["same"] += 1
                     continue

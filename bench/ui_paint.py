@@ -32,7 +32,8 @@ from corpus import _no_duplicate_check, real_items  # noqa: E402
 
 from kairos.api import create_app  # noqa: E402
 from kairos.config import load_settings  # noqa: E402
-from kairos.service import Kairos  # noqa: E402
+from kairos.service.wiring import open_service  # noqa: E402
+from tests.client import Agent  # noqa: E402
 from tests.web.harness import browser, serve_in_thread  # noqa: E402
 
 BATCH = 500
@@ -59,7 +60,7 @@ def answer(challenge: dict[str, Any]) -> dict[str, Any]:
             kind: body[kind]}
 
 
-def build(k: Kairos, size: int) -> tuple[str, str]:
+def build(k: Agent, size: int) -> tuple[str, str]:
     items = real_items()[:size]
     k.search_engine.duplicate_check = _no_duplicate_check  # type: ignore[method-assign]
     started = time.perf_counter()
@@ -92,8 +93,8 @@ def main() -> None:
     ap.add_argument("--loads", type=int, default=7)
     args = ap.parse_args()
     home = tempfile.mkdtemp()
-    k = Kairos(load_settings(env={"KAIROS_HOME": home, "KAIROS_EMBEDDER": "none"}),
-               background=False)
+    k = Agent(open_service(load_settings(env={"KAIROS_HOME": home, "KAIROS_EMBEDDER": "none"}),
+                           background=False))
     try:
         pid, run_id = build(k, args.size)
         pages = {"home": "#/", "search": "#/search?q=compress+files", "protocols": "#/protocols",

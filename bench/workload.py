@@ -13,7 +13,9 @@ from kairos.domain.limits import Limits
 
 _LABEL_CHARS = Limits().label_chars  # a few tldr examples' descriptions are longer
 
-DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "tldr" / "pages.jsonl"
+#: The checkout this file is in; the tldr pages are in the shared data directory beside it.
+CHECKOUT = Path(__file__).resolve().parent.parent
+DATA = CHECKOUT.parent / "shared" / "data" / "tldr" / "pages.jsonl"
 
 
 @dataclass(frozen=True)

@@ -13,13 +13,14 @@ import importlib.util
 import os
 import tomllib
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic import ValidationError as PydanticError
 
-from .domain.limits import setting_defaults
+from .domain.limits import SETTINGS, Limits, setting_defaults
 
 DEFAULTS: dict[str, Any] = {
     "home": "~/.kairos",
@@ -155,6 +156,11 @@ class Settings:
             return self.values[name]
         except KeyError:
             raise AttributeError(name) from None
+
+    @cached_property
+    def limits(self) -> Limits:
+        """The configurable limits (``max_*``), as the checks take them."""
+        return Limits(**{name: int(self.values[key]) for key, name in SETTINGS.items()})
 
     @property
     def home_path(self) -> Path:

@@ -14,18 +14,11 @@ from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from .domain.errors import ServeError
+
 if TYPE_CHECKING:
     from .config import Settings
     from .service import Kairos
-
-
-class ServeError(Exception):
-    """A configuration that must not be served, or an address that cannot be listened on
-    (message says why; ``exit_code`` 2 for configuration, 1 for a failure)."""
-
-    def __init__(self, message: str, exit_code: int = 2) -> None:
-        super().__init__(message)
-        self.exit_code = exit_code
 
 
 def listen(host: str, port: int, *, reuse_port: bool = False) -> socket.socket:
@@ -95,14 +88,15 @@ def serve_banner(bind: str, port: int) -> str:
             f"docs {base}/docs")
 
 
-def serve_http(settings: Settings, service: Callable[[], Kairos], *, stateless: bool,
-               log_level: str, say: Callable[[str], None]) -> None:
-    """Serve MCP and REST in ``settings.workers`` processes (KAIROS_WORKERS, --workers)."""
+def serve_http(settings: Settings, *, stateless: bool, log_level: str,
+               say: Callable[[str], None]) -> None:
+    """Serve MCP and REST in ``settings.workers`` processes (KAIROS_WORKERS, --workers),
+    each with its own service (``open_service``), made after the fork."""
     from .api import check_bind
-    from .domain import limits
+    from .service.wiring import open_service
 
     tokens = tokens_of(settings)
-    limits.configure(settings)
+    service = partial(open_service, settings, background=True)
     bind, port, workers = str(settings.host), int(settings.port), int(settings.workers)
     problem = check_bind(bind, tokens)
     if problem:
@@ -143,9 +137,7 @@ def _serve(service: Callable[[], Kairos], tokens: dict[str, str], bind: str, por
 
     k = service()
     try:
-        load = getattr(k.embedder, "load", None)
-        if load is not None:
-            load()  # the local model, before the first request rather than during it
+        k.embedder.load()  # the local model, before the first request rather than during it
         web = create_app(k, tokens=tokens, host=bind, mcp_stateless=stateless,
                          mcp_factory=partial(build_server, ServiceRef.of(k)))
         _release_free_memory()
@@ -168,10 +160,9 @@ def _release_free_memory() -> None:
 
 
 def serve_stdio(settings: Settings, server_url: str | None) -> None:
-    from .domain import limits
+    """``kairos mcp``: MCP on stdin/stdout, served here or forwarded to ``server_url``."""
     from .mcp.stdio import process_session_id, run_stdio
 
-    limits.configure(settings)
     session_id = process_session_id()
     if server_url:
         from .mcp.proxy import run_proxy

@@ -25,6 +25,8 @@ from contextlib import suppress
 from dataclasses import dataclass
 from types import FrameType
 
+from .domain.errors import ServeError
+
 STOP_SECONDS = 30.0
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
@@ -109,8 +111,6 @@ def supervise(socks: list[socket.socket],
     """Run one worker per socket until SIGINT or SIGTERM; ``run(sock, ready)`` serves in a
     worker and calls ``ready()`` when it is about to take requests. Raises ServeError when
     a worker fails to start."""
-    from .server import ServeError
-
     workers: dict[int, _Worker] = {}  # by ready_fd
 
     def start(sock: socket.socket) -> None:

@@ -16,14 +16,16 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 from sqlalchemy import text
 
 from kairos.config import load_settings
 from kairos.search.embedders import LocalEmbedder, local_model
 from kairos.service import Caller, Kairos
+from kairos.service.wiring import open_service
 from kairos.store.db import Store
+from tests.client import Agent
 
 PG_URL = os.environ.get("KAIROS_TEST_DATABASE_URL", "")
 BACKEND = "postgresql" if PG_URL else "sqlite"
@@ -79,21 +81,23 @@ def model() -> LocalEmbedder:
     return local_model().load()
 
 
-def make_kairos(home: Path, embedder: object = None, **env: str) -> Kairos:
+def make_kairos(home: Path, embedder: object = None, **env: str) -> Agent:
     """A service on the test's store with the shipped local model, unless another embedder
-    (or ``KAIROS_EMBEDDER=none``) is asked for."""
+    (or ``KAIROS_EMBEDDER=none``) is asked for; spoken to as an agent's code speaks
+    (``tests.client``), its typed API at ``.service``."""
     base = {"KAIROS_HOME": str(home)}
     if PG_URL:
         base["KAIROS_DATABASE_URL"] = PG_URL
     settings = load_settings(env={**base, **env})
     if embedder is None and settings.embedder != "none":
         embedder = local_model()
-    service = Kairos(settings, embedder=embedder, background=False)  # type: ignore[arg-type]
+    service = Agent(open_service(settings, embedder=embedder,  # type: ignore[arg-type]
+                                 background=False))
     _opened.append(service)
     return service
 
 
-_opened: list[Kairos] = []
+_opened: list[Agent] = []
 
 
 @pytest.fixture(autouse=True)
@@ -105,7 +109,7 @@ def _close_services() -> Iterator[None]:
 
 
 @pytest.fixture
-def kairos(home: Path) -> Iterator[Kairos]:
+def kairos(home: Path) -> Iterator[Agent]:
     k = make_kairos(home)
     yield k
     k.close()
@@ -121,21 +125,23 @@ BASE = "http://127.0.0.1:8765"
 
 
 @contextlib.asynccontextmanager
-async def in_process(kairos: Kairos, **options: Any) -> AsyncIterator[httpx.AsyncClient]:
+async def in_process(kairos: Agent | Kairos, **options: Any
+                     ) -> AsyncIterator[httpx2.AsyncClient]:
     """A client of the REST app (with MCP inside) of ``kairos``, served in process;
     ``options`` go to ``create_app``."""
     from kairos.api import create_app
     from kairos.mcp import ServiceRef, build_server
 
-    app = create_app(kairos, mcp_factory=partial(build_server, ServiceRef.of(kairos)),
+    service = kairos.service if isinstance(kairos, Agent) else kairos
+    app = create_app(service, mcp_factory=partial(build_server, ServiceRef.of(service)),
                      **options)
-    async with app.router.lifespan_context(app), httpx.AsyncClient(
-            transport=httpx.ASGITransport(app=app), base_url=BASE) as client:
+    async with app.router.lifespan_context(app), httpx2.AsyncClient(
+            transport=httpx2.ASGITransport(app=app), base_url=BASE) as client:
         yield client
 
 
 @pytest.fixture
-async def http(kairos: Kairos) -> AsyncIterator[httpx.AsyncClient]:
+async def http(kairos: Agent) -> AsyncIterator[httpx2.AsyncClient]:
     """The REST app (with MCP inside) in process, on the test's store."""
     async with in_process(kairos) as client:
         yield client

@@ -19,6 +19,19 @@ class HashEmbedder:
     def ready(self) -> bool:
         return self._ready
 
+    @property
+    def state(self) -> str:
+        return "ready" if self._ready else "loading"
+
+    def load(self) -> HashEmbedder:
+        return self
+
+    def probe(self) -> None:
+        """Nothing to ask: the dimension is given."""
+
+    def verify(self) -> list[str]:
+        return []
+
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         out = []
         for text in texts:

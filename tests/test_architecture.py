@@ -1,67 +1,105 @@
-"""Layer direction, read from the imports: domain imports nothing of the project; the
-service never imports a surface; surfaces never import each other."""
+"""Layer direction, read from the imports of every module of ``kairos/``: each part of the
+package may import only the parts below it (``docs/architecture.md``), so an upward import
+from any module fails here."""
 
 from __future__ import annotations
 
 import ast
 from pathlib import Path
 
+import pytest
+
 PACKAGE = Path(__file__).parent.parent / "kairos"
-SURFACES = {"cli", "mcp", "api"}
+ROOT = ""  # kairos/__init__.py: the version, nothing else
+SURFACES = ("api", "mcp", "cli", "web")
+
+#: What each part of the package may import (besides itself and the package root).
+ALLOWED: dict[str, set[str]] = {
+    "domain": set(),
+    "config": {"domain"},
+    "workers": {"domain"},
+    "store": {"domain"},
+    "search": {"domain", "store"},
+    "service": {"domain", "store", "search", "config"},
+    # Surfaces parse, call the service and render; they read the settings at the edge.
+    "api": {"domain", "service", "config"},
+    "mcp": {"domain", "service", "config"},
+    "web": set(),  # the web UI's files (``static/``)
+    "builtin": set(),  # the built-in protocols' markdown
+    # The command line is the program: it starts the composition root for `serve`/`mcp`.
+    "cli": {"domain", "service", "config", "server"},
+    # The composition root puts the surfaces together into running processes.
+    "server": {"domain", "store", "search", "service", "config", "workers", "api", "mcp"},
+}
 
 
-def _imports(path: Path) -> set[str]:
-    """Top-level kairos subpackages a module imports (relative imports resolved)."""
-    module = path.relative_to(PACKAGE.parent).with_suffix("").parts
+def _part(path: Path) -> str:
+    parts = path.relative_to(PACKAGE).with_suffix("").parts
+    return ROOT if parts == ("__init__",) else parts[0]
+
+
+def _imports_of(source: str, where: Path) -> set[str]:
+    """The parts of ``kairos`` that ``source``, standing at ``where`` in the package,
+    imports (relative imports resolved), at any depth: inside functions and
+    ``TYPE_CHECKING`` blocks too."""
+    module = where.relative_to(PACKAGE.parent).with_suffix("").parts
     out: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+    for node in ast.walk(ast.parse(source)):
+        targets: list[list[str]] = []
         if isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = list(module[: len(module) - node.level])
-                target = base + (node.module.split(".") if node.module else [])
-            else:
-                target = (node.module or "").split(".")
-            if target and target[0] == "kairos":
-                out.add(target[1] if len(target) > 1 else "")
+            base = list(module[: len(module) - node.level]) if node.level else []
+            targets.append(base + (node.module.split(".") if node.module else []))
         elif isinstance(node, ast.Import):
-            for alias in node.names:
-                parts = alias.name.split(".")
-                if parts[0] == "kairos":
-                    out.add(parts[1] if len(parts) > 1 else "")
+            targets += [alias.name.split(".") for alias in node.names]
+        for target in targets:
+            if target and target[0] == "kairos":
+                out.add(target[1] if len(target) > 1 else ROOT)
     return out
 
 
-def _layer(path: Path) -> str:
-    return path.relative_to(PACKAGE).parts[0]
+def _upward(source: str, where: Path) -> set[str]:
+    """What ``source`` at ``where`` imports from above its part."""
+    part = _part(where)
+    return _imports_of(source, where) - ALLOWED.get(part, set()) - {part, ROOT}
 
 
-def test_domain_imports_nothing_of_the_project() -> None:
-    for path in (PACKAGE / "domain").rglob("*.py"):
-        assert _imports(path) <= {"domain"}, path
+MODULES = sorted(PACKAGE.rglob("*.py"))
 
 
-def test_service_and_store_never_import_surfaces() -> None:
-    for layer in ("service", "store", "search"):
-        for path in (PACKAGE / layer).rglob("*.py"):
-            assert not (_imports(path) & SURFACES), path
+def test_every_part_of_the_package_has_a_place_in_the_layers() -> None:
+    assert {_part(path) for path in MODULES} - {ROOT} <= set(ALLOWED)
 
 
-def test_only_the_composition_root_knows_every_surface() -> None:
-    """kairos/server.py puts the surfaces together; nothing below the surfaces imports it."""
-    for layer in ("domain", "store", "search", "service", "mcp", "api"):
-        for path in (PACKAGE / layer).rglob("*.py"):
-            assert "server" not in _imports(path) or layer == "mcp", path
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_no_module_imports_upwards(path: Path) -> None:
+    assert not _upward(path.read_text("utf-8"), path)
 
 
 def test_surfaces_never_import_each_other() -> None:
-    for path in PACKAGE.rglob("*.py"):
-        layer = _layer(path)
-        if layer in SURFACES:
-            assert not (_imports(path) & (SURFACES - {layer})), path
+    for surface in SURFACES:
+        assert not (ALLOWED[surface] & (set(SURFACES) - {surface}))
+
+
+@pytest.mark.parametrize(("where", "source"), [
+    ("domain/engine.py", "from ..store import schema"),
+    ("domain/__init__.py", "import kairos.config"),
+    ("config.py", "from .service import Kairos"),
+    ("store/repo.py", "from ..search.documents import DocSpec"),
+    ("search/ranking.py", "def f():\n    from ..service import app"),
+    ("service/app.py", "from ..api import create_app"),
+    ("api/routes.py", "from ..mcp.tools import TOOLS"),
+    ("mcp/tools.py", "from kairos.server import serve_http"),
+    ("cli/main.py", "from ..api import create_app"),
+    ("workers.py", "from .server import ServeError"),
+    ("__init__.py", "from .domain import limits"),
+])
+def test_an_upward_import_is_caught(where: str, source: str) -> None:
+    """The check itself: each of these imports, in that module, would fail it."""
+    assert _upward(source, PACKAGE / where)
 
 
 def test_the_domain_does_no_io() -> None:
-    banned = {"sqlalchemy", "os", "socket", "subprocess", "pathlib", "httpx", "random",
+    banned = {"sqlalchemy", "os", "socket", "subprocess", "pathlib", "httpx2", "random",
               "secrets", "time"}
     for path in (PACKAGE / "domain").rglob("*.py"):
         tree = ast.parse(path.read_text("utf-8"))

@@ -12,7 +12,7 @@ import subprocess
 import time
 from pathlib import Path
 
-import httpx
+import httpx2
 import pytest
 
 from kairos.cli.main import app
@@ -71,8 +71,8 @@ def test_the_walkthrough_opens_its_store_in_the_browser(tmp_path: Path) -> None:
             assert proc.poll() is None, log.read_text("utf-8", "replace")
             assert time.monotonic() < deadline, log.read_text("utf-8", "replace")
             time.sleep(0.1)  # a process we do not control; bounded by the deadline
-        assert "<title>KAIROS</title>" in httpx.get(ui, timeout=30).text
-        home = httpx.get(f"{ui}api/v1/home", timeout=30).json()
+        assert "<title>KAIROS</title>" in httpx2.get(ui, timeout=30).text
+        home = httpx2.get(f"{ui}api/v1/home", timeout=30).json()
         (protocol,) = home["protocols"]["recent"]
         assert protocol["chain_label"] == "Publish a release of the web app"
         assert protocol["stats"]["success_rate"] == 1.0 and protocol["stats"]["proven_runs"] == 1

@@ -33,7 +33,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
-DEFAULT_PAGES = Path("/work/shared/data/tldr/pages.jsonl")
+#: The tldr pages, in the shared data directory beside the checkout (``../shared``).
+DEFAULT_PAGES = ROOT.parent / "shared" / "data" / "tldr" / "pages.jsonl"
 SEED = 20261123
 MAX_OVERLAP = 4
 KINDS = {"goal", "synonym", "typo", "short", "question"}

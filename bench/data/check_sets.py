@@ -28,7 +28,8 @@ from collections import Counter
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-DEFAULT_PAGES = Path("/work/shared/data/tldr/pages.jsonl")
+#: The tldr pages, in the shared data directory beside the checkout (``../shared``).
+DEFAULT_PAGES = HERE.parent.parent.parent / "shared" / "data" / "tldr" / "pages.jsonl"
 STYLES = {"keyword", "intent", "request", "rare", "off_topic"}
 STOPWORDS = {"a", "an", "and", "for", "in", "of", "on", "the", "to", "with"}
 #: Queries quoted where these sets were asked for: none may be reused.

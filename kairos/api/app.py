@@ -23,18 +23,18 @@ from starlette.routing import Match
 from kairos.domain.errors import INTERNAL_ERROR
 
 from .. import version
-from ..domain import limits
 from ..domain.errors import NOT_FOUND, AuthError, KairosError
-from ..domain.requests import invalid
+from ..domain.responses import Health
+from ..domain.validation import invalid
 from ..service import Kairos
 from . import openapi
 from .auth import LOCAL_HOSTS, BearerAuth, identify_mcp
-from .browse import router as browse_router
 from .guard import INTERNAL_BODY, Gate
 from .mcp_sessions import McpSessions
 from .metrics import Metrics
 from .routes import ROUTERS
 from .ui import mount_ui
+from .views import router as views_router
 
 log = logging.getLogger("kairos.api")
 
@@ -46,9 +46,9 @@ HTTP_CODES = {404: NOT_FOUND, 405: "METHOD_NOT_ALLOWED"}
 TELEMETRY_OFF = TelemetryConfig(tracing=False, metrics=False, logs=False)
 
 McpFactory = Callable[..., Any]
-"""Builds the MCP server: called with ``identify=`` (request → caller and session) and
-``observe=`` (per-tool metrics); returns an SDK ``Server``. Injected so that this surface
-never imports the MCP surface."""
+"""Builds the MCP server: called with ``identify=`` (request → caller and session),
+``observe=`` (per-tool metrics) and ``limits=`` (the service's limits); returns an SDK
+``Server``. Injected so that this surface never imports the MCP surface."""
 
 
 async def _kairos_error(request: Request, exc: Exception) -> Response:
@@ -100,7 +100,8 @@ def create_app(kairos: Kairos, *, tokens: Mapping[str, str] | None = None,
     requests served at once, ``max_queue`` those waiting for a slot and ``max_wait_ms``
     their wait (default: the configured limits; see ``admission.Admission``)."""
     metrics = Metrics()
-    mcp_server = (mcp_factory(identify=identify_mcp, observe=metrics.observe_tool)
+    mcp_server = (mcp_factory(identify=identify_mcp, observe=metrics.observe_tool,
+                              limits=kairos.limits)
                   if mcp_factory is not None else None)
 
     @contextlib.asynccontextmanager
@@ -121,7 +122,7 @@ def create_app(kairos: Kairos, *, tokens: Mapping[str, str] | None = None,
     app.state.mcp_server = mcp_server
     for router in ROUTERS:  # the run loop's routes first: routes are matched in order
         app.include_router(router)
-    app.include_router(browse_router)
+    app.include_router(views_router)
     mount_ui(app)
     openapi.install(app)
     app.add_exception_handler(KairosError, _kairos_error)
@@ -130,8 +131,8 @@ def create_app(kairos: Kairos, *, tokens: Mapping[str, str] | None = None,
 
     @app.get("/health", tags=["operations"], summary="Store, embedder and index state",
              response_model=None,
-             responses={200: {"model": openapi.Health, "description": "Healthy."},
-                        503: {"model": openapi.Health, "description": "Unhealthy."}})
+             responses={200: {"model": Health, "description": "Healthy."},
+                        503: {"model": Health, "description": "Unhealthy."}})
     def health() -> JSONResponse:
         try:
             body = kairos.health()
@@ -160,7 +161,7 @@ def create_app(kairos: Kairos, *, tokens: Mapping[str, str] | None = None,
             manager = mcp_server.session_manager
             # The SDK's table of the sessions it serves: one forgets an idle session there.
             mcp_app = McpSessions(mcp_app, lambda: manager._server_instances,
-                                  lambda: limits.current().mcp_sessions, MCP_PATH)
+                                  lambda: kairos.limits.mcp_sessions, MCP_PATH)
         app.router.add_route(MCP_PATH, mcp_app, include_in_schema=False)
 
     mcp_path = MCP_PATH if mcp_server is not None else None
@@ -168,7 +169,8 @@ def create_app(kairos: Kairos, *, tokens: Mapping[str, str] | None = None,
     # check and the safety net for unmapped exceptions (see guard.Gate for their order).
     auth = BearerAuth(tokens=dict(tokens or {}), default_space=str(kairos.settings.space),
                       mcp_path=mcp_path)
-    app.add_middleware(Gate, auth=auth, metrics=metrics, limit=max_inflight,
+    app.add_middleware(Gate, auth=auth, metrics=metrics, limits=kairos.limits,
+                       limit=max_inflight,
                        queue=max_queue, wait_ms=max_wait_ms,
                        host_guard=not tokens and host in LOCAL_HOSTS, mcp_path=mcp_path)
     return app

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..domain.caller import Caller, valid_session_id
 from ..domain.errors import UNAUTHORIZED, AuthError
-from ..service import Caller
 
 PRINCIPAL = "kairos.principal"  # the ASGI scope key the middleware fills
 OPEN_PATHS = frozenset({"/health", "/"})
@@ -26,7 +26,6 @@ OPEN_PREFIXES = ("/ui/",)  # the web UI's own files: it asks for a token, then s
 LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 SESSION_HEADERS = ("x-chl-session", "x-kairos-session")
 MCP_SESSION_HEADER = "mcp-session-id"
-_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:\-]{0,127}$")
 _SPACE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._\-]{0,63}$")
 
 
@@ -156,15 +155,11 @@ class BearerAuth:
         return True
 
 
-def _valid(value: str | None) -> str | None:
-    return value if value and _ID.match(value) else None
-
-
 def session_header(headers: Mapping[str, str]) -> str | None:
     """The client's conversation id: ``X-CHL-Session``, or ``X-Kairos-Session`` (the same
     header under our name). A malformed value is ignored, never an error."""
     for name in SESSION_HEADERS:
-        value = _valid(headers.get(name))
+        value = valid_session_id(headers.get(name))
         if value:
             return value
     return None
@@ -181,8 +176,8 @@ def identify_mcp(request: Any) -> tuple[Caller, str | None]:
     """(caller, search session) of a call on the MCP endpoint: its transport session
     (``mcp-session-id``, which ``McpSessions`` lets through only from the credential that
     opened it), else the client's session header, else the token; the search session
-    prefers the client's header (seed 002 §3)."""
-    return _identify(request, _valid(request.headers.get(MCP_SESSION_HEADER)))
+    prefers the client's header (contract §5 R10)."""
+    return _identify(request, valid_session_id(request.headers.get(MCP_SESSION_HEADER)))
 
 
 def _identify(request: Any, transport_session: str | None) -> tuple[Caller, str | None]:

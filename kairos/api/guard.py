@@ -25,6 +25,7 @@ from ..domain.errors import (
     TooLargeError,
     ValidationError,
 )
+from ..domain.limits import Limits
 from .admission import Admission
 from .auth import OPEN_PATHS, BearerAuth
 from .metrics import Metrics
@@ -93,7 +94,7 @@ class Gate:
     (lifespan) pass straight through. Each refusal is the structured error body, or on the
     MCP endpoint a JSON-RPC error carrying it."""
 
-    def __init__(self, app: Any, *, auth: BearerAuth, metrics: Metrics,
+    def __init__(self, app: Any, *, auth: BearerAuth, metrics: Metrics, limits: Limits,
                  host_guard: bool = False, limit: int | None = None,
                  queue: int | None = None, wait_ms: int | None = None,
                  mcp_path: str | None = None) -> None:
@@ -102,15 +103,16 @@ class Gate:
         self.metrics = metrics
         self.host_guard = host_guard
         self.mcp_path = mcp_path
+        self.limits = limits
         self._admission: Admission | None = None
         self._bounds = (limit, queue, wait_ms)
 
     @property
     def admission(self) -> Admission:
-        """Made at the first request, from the limits configured by then (unless given)."""
+        """Made at the first request, from the limits (unless given)."""
         if self._admission is None:
             limit, queue, wait_ms = self._bounds
-            chosen = limits.current()
+            chosen = self.limits
             self._admission = Admission(limit or chosen.inflight, queue or chosen.queue,
                                         (wait_ms or chosen.wait_ms) / 1000)
         return self._admission
@@ -196,7 +198,7 @@ class Gate:
             return None
         if scope.get("method") in ("GET", "HEAD", "OPTIONS"):
             return receive
-        limit = limits.current().body_bytes
+        limit = self.limits.body_bytes
         declared = headers.get(b"content-length")
         if declared is not None and declared.strip().isdigit() and int(declared) > limit:
             await refuse(scope, send, TooLargeError(limit), mcp_path=self.mcp_path)
@@ -219,10 +221,11 @@ class Gate:
         if body:
             rest = scope.get("path") != self.mcp_path
             try:
+                check = partial(check_json_body, body, self.limits.json_depth, rest=rest)
                 if len(body) < _INLINE_BYTES:
-                    check_json_body(body, rest=rest)
+                    check()
                 else:  # a large body is checked off the event loop
-                    await anyio.to_thread.run_sync(partial(check_json_body, body, rest=rest))
+                    await anyio.to_thread.run_sync(check)
             except ValidationError as exc:
                 await refuse(scope, send, exc, mcp_path=self.mcp_path)
                 return None
@@ -263,12 +266,12 @@ def _bad_path_or_query(scope: Any) -> ValidationError | None:
     return None
 
 
-def check_json_body(body: bytes, *, rest: bool = True) -> None:
+def check_json_body(body: bytes, json_depth: int, *, rest: bool = True) -> None:
     """The checks of a body that the JSON parser would not make, or would pay dearly for:
-    size of its structure (values, nesting, number length) on every body; on REST also
-    UTF-8, NUL, lone surrogates and non-finite numbers (an MCP tool's arguments are checked
-    by the tool call)."""
-    limits.check_json_text(body, "body")
+    size of its structure (values, nesting up to ``json_depth``, number length) on every
+    body; on REST also UTF-8, NUL, lone surrogates and non-finite numbers (an MCP tool's
+    arguments are checked by the tool call)."""
+    limits.check_json_text(body, "body", json_depth)
     if not rest:
         return
     try:
@@ -285,7 +288,7 @@ def check_json_body(body: bytes, *, rest: bool = True) -> None:
             raise ValidationError("body", "JSON numbers of at most 4300 digits",
                                   message="Invalid body: a number has more than 4300 "
                                           "digits.") from None
-        limits.check_value(value)
+        limits.check_value(value, json_depth)
 
 
 __all__ = ["INTERNAL_BODY", "Gate", "check_json_body", "host_name", "refuse"]

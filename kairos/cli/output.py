@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .table import Col, cell, render
@@ -64,5 +64,26 @@ def table(cols: Sequence[Col], rows: Sequence[Sequence[Any]]) -> None:
     render(cols, rows, terminal=is_terminal(), write=write)
 
 
-__all__ = ["CliError", "as_json", "error", "is_terminal", "line", "note", "row", "table",
-           "write"]
+def paged(page: Mapping[str, Any], offset: int, what: str) -> None:
+    """Say on stderr where a page is in its list (``what``: the records, plural): where
+    the next page starts, or that there is nothing to show."""
+    shown = len(page["items"])
+    if page["has_more"]:
+        note(f"{offset + 1}–{offset + shown} of {page['total']}; next page: "
+             f"--offset {offset + shown}")
+    elif not shown:
+        note(f"No {what}." if not offset else f"No {what} after {offset}.")
+
+
+def challenge(issued: Mapping[str, Any]) -> str:
+    """A challenge in a few words: its type and what it asks for."""
+    kind = issued["type"]
+    params = issued.get(kind) or {}
+    detail = {"shell": params.get("cmd"), "mcp": params.get("tool_name"),
+              "user_input": params.get("prompt"),
+              "comment": f"at least {params.get('min_length', 20)} characters"}.get(kind)
+    return f"{kind}: {detail}" if detail else kind
+
+
+__all__ = ["CliError", "as_json", "challenge", "error", "is_terminal", "line", "note",
+           "paged", "row", "table", "write"]

@@ -147,7 +147,7 @@ def _keyword(head: str, line: int | None) -> str:
 
 
 def challenge_from_pow(spec: str, line: int | None = None) -> Challenge:
-    """Parse the forms of seed 001: ``timeout 30s cmd``, ``cmd``, ``mcp tool``,
+    """Parse the forms of contract §2: ``timeout 30s cmd``, ``cmd``, ``mcp tool``,
     ``user_input "prompt"``, ``comment min_length=N``."""
     if not spec:
         raise MarkdownError(MISSING_CHALLENGE_FIELD, f"PROOF OF WORK on line {line} is empty",
@@ -222,9 +222,9 @@ def _no_constant(name: str) -> Any:
     raise json.JSONDecodeError(f"{name} is not a JSON number", name, 0)
 
 
-def parse_json_block(body: str, line: int) -> Any:
-    """The JSON of a step's challenge block (``line``: the line of its opening fence)."""
-    depth_limit = limits.current().json_depth
+def parse_json_block(body: str, line: int, depth_limit: int) -> Any:
+    """The JSON of a step's challenge block (``line``: the line of its opening fence),
+    nested at most ``depth_limit`` levels."""
     if limits.json_depth(body, depth_limit) > depth_limit:
         raise MarkdownError(
             "INVALID_CHALLENGE_JSON",

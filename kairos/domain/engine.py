@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from functools import cached_property
-from typing import Any
+from typing import Any, Literal, get_args
 
 from . import texts
 from .challenge import (
@@ -21,13 +21,15 @@ from .challenge import (
 )
 from .doctext import step_prose
 from .proof import chain_hash
+from .responses import CurrentStep, StepResult
 
 ACTIVE = "active"          # steps remain to be proven through kairos_next
 COMPLETED = "completed"    # the last step is shown; kairos_attest may add its proof
 FINISHED = "finished"      # kairos_attest recorded the outcome
 ABANDONED = "abandoned"    # left idle past the expiry (service.expiry): no outcome, closed
 IMPORTED = "imported"      # read from an export: history of another store, takes no answers
-RUN_STATUSES = (ACTIVE, COMPLETED, FINISHED, ABANDONED, IMPORTED)
+RunStatus = Literal["active", "completed", "finished", "abandoned", "imported"]
+RUN_STATUSES: tuple[str, ...] = get_args(RunStatus)
 
 
 @dataclass(frozen=True)
@@ -82,17 +84,17 @@ def step_response(
     error_code: str | None = None,
     retry_count: int | None = None,
     proof_hash: str | None = None,
-) -> dict[str, Any]:
-    body: dict[str, Any] = {
-        "must_obey": must_obey,
-        "current_step": {"uri": step.uri, "content": step.content,
-                         "mimeType": texts.MIME_MARKDOWN},
-        "challenge": challenge,
-    }
-    if message is not None:
-        body["message"] = message
-    body["next_action"] = next_action
-    if error_code is not None:
+) -> StepResult:
+    current: CurrentStep = {"uri": step.uri, "content": step.content,
+                            "mimeType": texts.MIME_MARKDOWN}
+    body: StepResult
+    if message is None:
+        body = {"must_obey": must_obey, "current_step": current, "challenge": challenge,
+                "next_action": next_action}
+    else:  # the message before next_action, as the contract shows it
+        body = {"must_obey": must_obey, "current_step": current, "challenge": challenge,
+                "message": message, "next_action": next_action}
+    if error_code is not None and retry_count is not None:
         body["error_code"] = error_code
         body["retry_count"] = retry_count
     if proof_hash is not None:
@@ -108,8 +110,8 @@ def _after_shown(steps: list[StepView], index: int) -> tuple[str | None, str]:
 
 
 def begin(steps: list[StepView], requested: int, run_id: str, nonce: str
-          ) -> tuple[RunState, dict[str, Any]]:
-    """Start a run at step 1, whichever step was asked for (seed 004)."""
+          ) -> tuple[RunState, StepResult]:
+    """Start a run at step 1, whichever step was asked for (contract §4)."""
     first = steps[0]
     challenge = issue(first.challenge, nonce, texts.GENESIS_HASH)
     single = len(steps) == 1
@@ -128,14 +130,14 @@ def begin(steps: list[StepView], requested: int, run_id: str, nonce: str
 class Accepted:
     state: RunState
     record: dict[str, Any]   # the proof record, including its proof_hash
-    response: dict[str, Any]
+    response: StepResult | None  # the next step; None: the last step was proven
 
 
 @dataclass(frozen=True)
 class Refused:
     state: RunState
     refusal: Refusal
-    response: dict[str, Any]
+    response: StepResult
 
 
 def pending_refusal(state: RunState, solution: Any) -> Refusal | None:
@@ -196,7 +198,7 @@ def answer(
     if shown >= len(steps):  # the last step's proof came through kairos_attest
         new_state = replace(state, step_index=shown, challenge=None, head=proof_hash,
                             retry_count=0, attempt=1, status=FINISHED)
-        return Accepted(new_state, record, {})
+        return Accepted(new_state, record, None)
     step = steps[shown]
     fresh = issue(step.challenge, new_nonce, proof_hash)
     new_state = RunState(state.run_id, shown, fresh, proof_hash,

@@ -178,3 +178,13 @@ class StorageError(KairosError):
         super().__init__(code, _FAULTS[code].format(where=where) + detail
                          + ": nothing was written. Retry once it is fixed.",
                          details={"retry_after": self.retry_after})
+
+
+class ServeError(Exception):
+    """A configuration that must not be served, or an address that cannot be listened on
+    (message says why; ``exit_code`` 2 for configuration, 1 for a failure). Not a request's
+    error: the server does not start."""
+
+    def __init__(self, message: str, exit_code: int = 2) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code

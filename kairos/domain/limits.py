@@ -1,15 +1,16 @@
 """Every size limit of KAIROS, defined once, and the checks on input text shared by all
 surfaces: JSON nesting depth, NUL characters and lone surrogates.
 
-The configurable limits are settings (``KAIROS_MAX_*``, see the README); the composition
-root calls ``configure`` once at start, and every check reads ``current()``.
+The configurable limits are settings (``KAIROS_MAX_*``, see the README): ``Settings.limits``
+is read once at start and handed to what checks them (the parser, the HTTP guard, the
+services); ``DEFAULT`` is what a check uses when it is given none.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, fields
 from itertools import accumulate
 from typing import Any
 
@@ -42,8 +43,12 @@ class Limits:
     """MCP sessions one token (or, without tokens, the server) may hold open at once."""
 
 
+DEFAULT = Limits()
+"""The limits of a server configured with none."""
+
 #: Setting key (``config.DEFAULTS``, ``KAIROS_<KEY>``) → Limits field.
 SETTINGS = {f"max_{f.name}": f.name for f in fields(Limits)}
+
 
 def setting_defaults() -> dict[str, int]:
     """The ``max_*`` settings with their default values (for ``config.DEFAULTS``)."""
@@ -55,44 +60,20 @@ def setting_defaults() -> dict[str, int]:
 MODEL_ID_CHARS = 128
 SESSION_ID_CHARS = 128  # a search session's id (X-CHL-Session, session_id)
 OFFSET_MAX = 1_000_000_000  # how far a page may start (fits every database's integers)
+PAGE_MAX = 500  # items of one page of protocols, runs or entries
 PLAYBOOK_CHARS = 2_000  # an experience's playbook and context, a manual's summary
 CONTENT_CHARS = 100_000  # a manual's content
 AUTHOR_CHARS = 200
 ENTRY_TITLE_CHARS = 120  # an experience's or a manual's title
 COMMENT_MIN_LENGTH_MAX = 10_000
 QUERY_CHARS = 2_000  # a search query
-SEARCH_LIMIT = 25  # results per search page (seed 002: small pages for LLM contexts)
+SEARCH_LIMIT = 25  # results per search page (contract §5: small pages for LLM contexts)
 SEARCH_DEFAULT = 10  # results per search page when none is asked for
 SNIPPET_MIN, SNIPPET_DEFAULT, SNIPPET_MAX = 80, 320, 640  # characters of a snippet
 SHELL_TIMEOUT_MAX_SECONDS = 86_400
 TRIGGERS = 20  # author triggers of one protocol (its front matter's ``triggers:``)
 TRIGGER_CHARS = 200  # one trigger, author's or learned
 LEARNED_TRIGGERS = 10  # learned triggers kept per protocol (the least recently used go)
-
-_current = Limits()
-
-
-def current() -> Limits:
-    return _current
-
-
-def configure(settings: Any = None, **values: int) -> Limits:
-    """Set the limits from a Settings object (its ``max_*`` keys) and/or keyword values;
-    returns the new limits. Values must be positive integers."""
-    global _current
-    chosen: dict[str, int] = {}
-    if settings is not None:
-        for key, name in SETTINGS.items():
-            value = getattr(settings, key, None)
-            if value is not None:
-                chosen[name] = value
-    chosen.update(values)
-    for name, value in chosen.items():
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise ValueError(f"limit {name} must be a positive integer, got {value!r}")
-    _current = replace(Limits(), **chosen)
-    return _current
-
 
 # --- raw JSON: depth and bad text, checked before parsing ---------------------------------
 # Every check below runs in time linear in the length of the text, in a few passes of C
@@ -153,9 +134,9 @@ def json_depth(text: str | bytes, stop_above: int | None = None) -> int:
     return _depth(_structure(text), stop_above)
 
 
-def check_json_text(text: str | bytes, field: str) -> None:
+def check_json_text(text: str | bytes, field: str, limit: int) -> None:
     """ValidationError when JSON text, read without parsing it, holds more than
-    ``JSON_VALUES`` values, nests deeper than the limit, or spells a number of more than
+    ``JSON_VALUES`` values, nests deeper than ``limit``, or spells a number of more than
     ``NUMBER_DIGITS`` digits: the limits checked before a parser runs."""
     structure = _structure(text)
     values = sum(structure.count(c) for c in (b",", b"[", b"{")) + 1
@@ -163,7 +144,6 @@ def check_json_text(text: str | bytes, field: str) -> None:
         raise ValidationError(field, f"at most {JSON_VALUES} JSON values",
                               message=f"{field} holds about {values} JSON values; the limit "
                                       f"is {JSON_VALUES}.")
-    limit = current().json_depth
     if _depth(structure, limit) > limit:
         raise ValidationError(field, f"JSON nested at most {limit} levels deep",
                               message=f"{field} nests JSON more than {limit} levels deep.")
@@ -220,10 +200,9 @@ def bad_text(value: Any, path: str = "", max_depth: int | None = None
     return None
 
 
-def check_value(value: Any, path: str = "") -> None:
+def check_value(value: Any, limit: int, path: str = "") -> None:
     """ValidationError naming the first field that holds text no store can keep (NUL, a
-    lone surrogate) or nests deeper than the JSON depth limit."""
-    limit = current().json_depth
+    lone surrogate) or nests deeper than ``limit`` (the JSON depth limit)."""
     found = bad_text(value, path, limit)
     if found is not None:
         field, what = found
@@ -249,11 +228,13 @@ __all__ = [
     "BAD_CHAR",
     "COMMENT_MIN_LENGTH_MAX",
     "CONTENT_CHARS",
+    "DEFAULT",
     "ENTRY_TITLE_CHARS",
     "JSON_VALUES",
     "MODEL_ID_CHARS",
     "NUMBER_DIGITS",
     "OFFSET_MAX",
+    "PAGE_MAX",
     "PLAYBOOK_CHARS",
     "QUERY_CHARS",
     "SEARCH_DEFAULT",
@@ -269,8 +250,6 @@ __all__ = [
     "check_json_text",
     "check_length",
     "check_value",
-    "configure",
-    "current",
     "json_depth",
     "might_hold_bad_text",
     "setting_defaults",

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_left
 from collections import Counter
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 
 from . import limits
 from . import triggers as front
@@ -98,17 +98,19 @@ class _Shape:
                            bisect_left(self.proof_lines, end)]
 
 
-def read_challenge(body: tuple[int, int], shape: _Shape, lines: list[str]) -> Challenge:
+def read_challenge(body: tuple[int, int], shape: _Shape, lines: list[str],
+                   json_depth: int) -> Challenge:
     """A step's challenge (its body: lines ``body[0]`` to ``body[1]``, 0-based, end
     excluded): its trailing ```json block with a ``challenge`` key, else its visible
-    ``PROOF OF WORK:`` line, else the default comment challenge (DESIGN rule 4)."""
+    ``PROOF OF WORK:`` line, else the default comment challenge (contract §4 R4). A json
+    block nests at most ``json_depth`` levels."""
     start, end = body
     while end > start and not lines[end - 1].strip():
         end -= 1
     last: Fence | None = shape.ends.get(end)
     if (last is not None and last.start >= start and last.info.lower() == "json"
             and '"challenge"' in last.content):
-        data = parse_json_block(last.content, last.start + 1)
+        data = parse_json_block(last.content, last.start + 1, json_depth)
         if isinstance(data, dict) and "challenge" in data:
             return challenge_from_json(data["challenge"], last.start + 2)
     mine = shape.proofs_in(start, end)
@@ -135,6 +137,12 @@ def _check_heading(text: str, line: int, what: str, limit: int) -> None:
                       f"the limit is {limit}.", line, f"a {what} of at most {limit} characters")
 
 
+def title_key(title: str) -> str:
+    """A title as the store compares titles: one protocol per key and space (case and
+    spacing aside)."""
+    return re.sub(r"\s+", " ", title).strip().casefold()
+
+
 def text_of(doc: str) -> list[str]:
     """A document's lines as the parser reads them: a leading byte-order mark dropped (an
     encoding artefact, not text) and line ends normalised. The one entry of the text into
@@ -142,9 +150,8 @@ def text_of(doc: str) -> list[str]:
     return doc.removeprefix(BOM).replace("\r\n", "\n").replace("\r", "\n").split("\n")
 
 
-def check_text(doc: str) -> None:
+def check_text(doc: str, lim: limits.Limits = limits.DEFAULT) -> None:
     """The limits checked before any parsing work: size, then NUL and lone surrogates."""
-    lim = limits.current()
     size = len(doc.encode("utf-8", "surrogatepass"))
     if size > lim.document_bytes:
         raise MarkdownError(
@@ -168,14 +175,13 @@ def _fenced(found: Outline, count: int) -> list[bool]:
     return fenced
 
 
-def parse(doc: str) -> list[ProtocolDraft]:
+def parse(doc: str, lim: limits.Limits = limits.DEFAULT) -> list[ProtocolDraft]:
     """Parse a markdown document into protocols; raises MarkdownError naming the line.
 
-    Every protocol needs a ``# Title``; each step heading needs text; the limits of
-    ``domain.limits`` (document bytes, steps, title and label length) are enforced here,
-    the size before any other work."""
-    check_text(doc)
-    lim = limits.current()
+    Every protocol needs a ``# Title``; each step heading needs text; the limits ``lim``
+    (document bytes, steps, title and label length, JSON depth) are enforced here, the size
+    before any other work."""
+    check_text(doc, lim)
     lines = text_of(doc)
     found = outline(lines)
     lines, triggers_at = front.split_front_matter(lines, _fenced(found, len(lines)))
@@ -222,32 +228,20 @@ def parse(doc: str) -> list[ProtocolDraft]:
                                     f"Protocol '{title}' on line {start + 1} has no steps: add "
                                     "'## Step' headings or a body.",
                                     field="markdown_doc", line=start + 1)
-            challenge = read_challenge((start + 1, end), shape, lines)
+            challenge = read_challenge((start + 1, end), shape, lines, lim.json_depth)
             drafts.append(StepDraft(title, _body(body), challenge))
             intro = ""
         step_bounds = [s[0] for s in steps] + [end]
         for si, (hidx, _, text) in enumerate(steps):
             label = clean_label(text)
             _check_heading(label, hidx + 1, "step label", lim.label_chars)
-            challenge = read_challenge((hidx + 1, step_bounds[si + 1]), shape, lines)
+            challenge = read_challenge((hidx + 1, step_bounds[si + 1]), shape, lines,
+                                       lim.json_depth)
             drafts.append(StepDraft(label, _body(lines[hidx + 1 : step_bounds[si + 1]]),
                                     challenge))
         protocols.append(ProtocolDraft(title, tuple(drafts), intro, start + 1,
                                        triggers_at.get(start, ())))
     return protocols
-
-
-def use_limits(lim: limits.Limits) -> None:
-    """Parse under the limits ``lim`` from now on (a worker process parses with its
-    caller's)."""
-    if limits.current() != lim:
-        limits.configure(**{f.name: getattr(lim, f.name) for f in fields(lim)})
-
-
-def parse_within(doc: str, lim: limits.Limits) -> list[ProtocolDraft]:
-    """``parse`` under the limits ``lim``."""
-    use_limits(lim)
-    return parse(doc)
 
 
 def render(protocol: ProtocolDraft) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from . import limits
 from .errors import DOCUMENT_TOO_LARGE, MarkdownError
-from .markdown import ProtocolDraft, parse, use_limits
+from .markdown import ProtocolDraft, parse
 from .outline import heading, outline
 
 MAX_PROBLEMS = 50
@@ -58,14 +58,15 @@ def _set_aside(lines: list[str], at: int, exc: MarkdownError) -> list[str] | Non
     return _with_body(lines, before[-1], after)
 
 
-def parse_all(doc: str) -> tuple[list[ProtocolDraft], list[MarkdownError]]:
+def parse_all(doc: str, lim: limits.Limits = limits.DEFAULT
+              ) -> tuple[list[ProtocolDraft], list[MarkdownError]]:
     """(the protocols, when the document has no problem; every problem, in the order
-    found, at most ``MAX_PROBLEMS``)."""
+    found, at most ``MAX_PROBLEMS``), under the limits ``lim``."""
     problems: list[MarkdownError] = []
     lines = doc.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     while len(problems) < MAX_PROBLEMS:
         try:
-            drafts = parse("\n".join(lines))
+            drafts = parse("\n".join(lines), lim)
         except MarkdownError as exc:
             if any((p.code, p.line) == (exc.code, exc.line) for p in problems):
                 break  # setting aside did not help: the rest cannot be checked
@@ -79,11 +80,4 @@ def parse_all(doc: str) -> tuple[list[ProtocolDraft], list[MarkdownError]]:
     return [], problems
 
 
-def parse_all_within(doc: str, lim: limits.Limits
-                     ) -> tuple[list[ProtocolDraft], list[MarkdownError]]:
-    """``parse_all`` under the limits ``lim`` (in a worker process, as ``parse_within``)."""
-    use_limits(lim)
-    return parse_all(doc)
-
-
-__all__ = ["MAX_PROBLEMS", "parse_all", "parse_all_within"]
+__all__ = ["MAX_PROBLEMS", "parse_all"]

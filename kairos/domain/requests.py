@@ -13,19 +13,18 @@ grammar, a URI naming a stored step, a category of the caller's space, a challen
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, Literal
 
-import pydantic
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from . import limits
-from .errors import ValidationError
+from .caller import SESSION_PATTERN
+from .engine import RunStatus
 from .limits import QUERY_CHARS, SEARCH_LIMIT, SNIPPET_MAX, SNIPPET_MIN
+from .responses import Outcome
 
 UUID_PATTERN = "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
 URI_PATTERN = f"^kairos://mem/{UUID_PATTERN}$"
-SESSION_PATTERN = rf"^[A-Za-z0-9][A-Za-z0-9._:\-]{{0,{limits.SESSION_ID_CHARS - 1}}}$"
 STARTER_CATEGORIES = (
     ("general", "General", "Anything that fits no other category"),
     ("coding", "Coding", "Writing and changing code"),
@@ -119,7 +118,7 @@ Solution = Annotated[Any, Field(
             "user_input": {"type": "object"}, "comment": {"type": "object"}},
         "required": ["type"]})]
 """Any JSON value on purpose: a wrong answer, even one that is not an object, is judged by
-the run engine (seed 003: an error code, a fresh challenge and a retry count), not refused
+the run engine (contract §4: an error code, a fresh challenge and a retry count), not refused
 as a malformed request."""
 
 
@@ -175,7 +174,7 @@ class Next(Request):
 
 class Attest(Request):
     uri: Uri
-    outcome: Literal["success", "failure"]
+    outcome: Outcome
     message: str = Field(description="What happened, for the record (at most "
                                      f"{limits.Limits.message_chars:,} characters by default).")
     quality_bonus: float = Field(0.0, ge=-1, le=1, allow_inf_nan=False,
@@ -185,7 +184,7 @@ class Attest(Request):
                                                         "challenge is still open.")
 
 
-# --- entries and the unified search (seed 002) -------------------------------------------
+# --- entries and the unified search (contract §5) -----------------------------------------
 
 class EntryFilters(Request):
     author: str | None = None
@@ -270,123 +269,128 @@ class Validate(Request):
     markdown_doc: str = Field(description="The markdown a mint would receive.")
 
 
-# --- validation --------------------------------------------------------------------------
+# --- reads: pages of records, one record -------------------------------------------------
 
-M = TypeVar("M", bound=BaseModel)
+class ReadRequest(Request):
+    """A read named in a query string: its numbers and flags arrive as text."""
 
-_TYPE_TAGS = {"str", "int", "float", "bool", "dict", "list", "none", "literal"}
-_EXPECTED = {
-    "string_type": "a string", "int_type": "an integer", "bool_type": "true or false",
-    "float_type": "a number", "list_type": "a list", "dict_type": "an object",
-    "model_type": "an object", "model_attributes_type": "an object",
-    "int_from_float": "an integer", "finite_number": "a finite number",
-}
+    model_config = ConfigDict(extra="forbid", strict=False)
 
 
-def field_of(error: Mapping[str, Any], *, located: bool = False) -> str:
-    """The request field a pydantic error is about: without union member tags
-    (``uris.str``), a JSON decoder's character offset or, when ``located`` (FastAPI's
-    errors), the location prefix (body, query, path, header)."""
-    if error.get("type") == "json_invalid":
-        return "body"
-    parts = [str(p) for p in error.get("loc", ())]
-    if located and parts and parts[0] in ("body", "query", "path", "header"):
-        parts = parts[1:]
-    parts = [p for p in parts
-             if "[" not in p and p.split("-")[0].lower() not in _TYPE_TAGS]
-    return ".".join(parts) or "body"
+PageLimit = Annotated[int, Field(ge=1, le=limits.PAGE_MAX,
+                                 description=f"Page size, 1 to {limits.PAGE_MAX}.")]
+PageOffset = Annotated[int, Field(ge=0, le=limits.OFFSET_MAX, description="Items to skip.")]
+PROTOCOL_SORTS = ("updated", "title", "runs")
 
 
-def expected_of(error: Mapping[str, Any]) -> str:
-    """What the field should have been, in words."""
-    kind, ctx = error.get("type", ""), error.get("ctx") or {}
-    if kind in _EXPECTED:
-        return _EXPECTED[kind]
-    if kind == "literal_error":
-        return "one of " + str(ctx.get("expected", ""))
-    if kind in ("greater_than_equal", "less_than_equal", "greater_than", "less_than"):
-        bound = {"greater_than_equal": "≥", "less_than_equal": "≤", "greater_than": ">",
-                 "less_than": "<"}[kind]
-        limit = next(iter(ctx.values()), "")
-        return f"a number {bound} {limit}"
-    if kind == "string_too_long":
-        return f"at most {ctx.get('max_length')} characters"
-    if kind == "string_too_short":
-        return "a non-empty string"
-    if kind == "too_short":
-        return f"at least {ctx.get('min_length')} item(s)"
-    if kind == "too_long":
-        return f"at most {ctx.get('max_length')} item(s)"
-    if kind == "string_pattern_mismatch":
-        return ("text that is not blank" if ctx.get("pattern") == r"\S"
-                else f"text matching {ctx.get('pattern')}")
-    if kind == "missing":
-        return "a value"
-    if kind == "value_error":
-        return str(error.get("msg", "")).removeprefix("Value error, ")
-    return str(error.get("msg", "a valid value"))
+class ListProtocols(ReadRequest):
+    """A page of the space's protocols with their statistics, most recently changed
+    first (``sort``: or by title, or by runs)."""
+
+    limit: PageLimit = 20
+    offset: PageOffset = 0
+    title: str | None = Field(None, max_length=limits.Limits.title_chars,
+                              description="Only protocols whose title holds this text "
+                                          "(any case).")
+    tag: str | None = Field(None, max_length=limits.Limits.title_chars,
+                            description="Only protocols with this tag.")
+    builtin: bool = Field(False, description="Include the built-in protocols.")
+    sort: Literal["updated", "title", "runs"] = "updated"
 
 
-def invalid(errors: Sequence[Mapping[str, Any]], *, allowed: Sequence[str] = (),
-            context: str = "", located: bool = False) -> ValidationError:
-    """Pydantic errors as one ValidationError: the first field named, what it expected (the
-    alternatives of a union joined), every problem in ``details.errors``."""
-    problems = [{"field": field_of(e, located=located), "expected": expected_of(e),
-                 "type": e.get("type", "")} for e in errors]
-    problems = problems or [{"field": "body", "expected": "a valid request", "type": ""}]
-    first = problems[0]
-    field = first["field"]
-    wants = list(dict.fromkeys(p["expected"] for p in problems if p["field"] == field))
-    expected = " or ".join(wants)
-    where = f" for {context}" if context else ""
-    if first["type"] == "missing":
-        message = f"Missing required argument '{field}'{where}."
-    elif first["type"] == "extra_forbidden":
-        expected = "one of: " + ", ".join(allowed) if allowed else "a known field"
-        message = f"Unknown argument '{field}'{where}; expected {expected}."
-    else:
-        message = f"Invalid {field}{where}: expected {expected}."
-    return ValidationError(field, expected, message=message, details={"errors": problems})
+class ListRuns(ReadRequest):
+    """A page of the space's runs, most recently changed first."""
+
+    limit: PageLimit = 20
+    offset: PageOffset = 0
+    status: RunStatus | None = Field(None, description="Only runs in this state.")
+    protocol: Uri | None = Field(None, description="Only runs of this protocol (any of its "
+                                                   "step URIs).")
 
 
-def parse(model: type[M], data: Any, *, context: str = "") -> M:
-    """``data`` as ``model`` (an instance passes through), or the ValidationError naming
-    the first wrong field."""
-    if isinstance(data, model):
-        return data
-    if not isinstance(data, Mapping):
-        where = f" for {context}" if context else ""
-        raise ValidationError("body", "an object",
-                              message=f"Invalid request{where}: expected a JSON object.")
-    try:
-        return model.model_validate(dict(data))
-    except pydantic.ValidationError as exc:
-        raise invalid(exc.errors(include_url=False), allowed=list(model.model_fields),
-                      context=context) from None
+class ListEntries(ReadRequest):
+    """A page of experiences or manuals, most recently changed first."""
+
+    type: Literal["experience", "manual"] = "experience"
+    category: str | None = Field(None, max_length=64, json_schema_extra={
+        "enum": [*CATEGORY_CODES, None]}, description="Only entries of this category.")
+    limit: PageLimit = 20
+    offset: PageOffset = 0
 
 
-def json_schema(model: type[BaseModel]) -> dict[str, Any]:
-    """The model's JSON Schema with nested models inlined and generated titles dropped:
-    the plain shape MCP hosts expect as a tool's input schema."""
-    schema = model.model_json_schema()
-    defs = schema.pop("$defs", {})
-
-    def inline(node: Any) -> Any:
-        if isinstance(node, dict):
-            if "$ref" in node:
-                return inline(defs[node["$ref"].rsplit("/", 1)[1]])
-            return {k: inline(v) for k, v in node.items() if k != "title"
-                    or not isinstance(v, str)}
-        if isinstance(node, list):
-            return [inline(v) for v in node]
-        return node
-
-    out: dict[str, Any] = inline(schema)
-    out.pop("description", None)
-    return out
+RunIdText = Annotated[str, Field(min_length=1, max_length=limits.SESSION_ID_CHARS,
+                                 description="A run's id (run_id).")]
 
 
-__all__ = ["Attest", "Begin", "Cite", "Delete", "Dump", "EntryFields", "EntryFilters",
-           "ListCategories", "Mint", "Next", "ReadEntries", "Request", "Search",
-           "SearchEntries", "StepChange", "Update", "UpdateEntry", "Validate", "WriteEntry",
-           "expected_of", "field_of", "invalid", "json_schema", "parse"]
+class RunRef(Request):
+    """One run, by its id."""
+
+    run_id: RunIdText
+
+
+class ProtocolRef(Request):
+    """One protocol, by any of its step URIs."""
+
+    uri: Uri
+
+
+class AbortRun(Request):
+    run_id: RunIdText
+    message: str | None = Field(None, description="Why, for the record.")
+
+
+class AbandonRun(Request):
+    run_id: RunIdText
+    reason: str = Field(description="Why nobody is left to answer it.")
+
+
+class ForgetTriggers(Request):
+    uri: Uri
+    trigger_ids: list[str] | None = Field(None, min_length=1, description="Learned triggers "
+                                          "to remove; none given: every one.")
+
+
+class NonceRef(Request):
+    """The run that issued a challenge's nonce."""
+
+    nonce: str = Field(min_length=1, max_length=64)
+
+
+class SessionRef(Request):
+    session_id: SessionId | None = Field(None, description="None names no session (404).")
+
+
+class ShortId(Request):
+    """A step URI or run id as a person types it: whole, or its first characters."""
+
+    text: str
+    kind: Literal["step", "run"]
+
+
+class MintMany(Request):
+    markdown_docs: list[str]
+    force_update: bool = False
+
+
+__all__ = [
+    "WHOLE",
+    "Attest",
+    "Begin",
+    "Cite",
+    "Delete",
+    "Dump",
+    "EntryFields",
+    "EntryFilters",
+    "ListCategories",
+    "Mint",
+    "Next",
+    "ReadEntries",
+    "Request",
+    "Search",
+    "SearchEntries",
+    "StepChange",
+    "Update",
+    "UpdateEntry",
+    "Validate",
+    "WriteEntry",
+]

@@ -61,7 +61,7 @@ BM25_B = 0.75
 #: contents (commands, long bodies) least. Recall moved by under 0.01 across the weights tried.
 BM25_COLUMN_WEIGHTS = (3.0, 2.0, 1.0)
 
-#: Products show protocols scoring at least this as matches (DESIGN.md §3 rule 8).
+#: Products show protocols scoring at least this as matches (contract §3, R8).
 MATCH_THRESHOLD = 0.30
 
 #: Outcome boost: at most this much either way, nothing before MIN_RUNS attested runs, and

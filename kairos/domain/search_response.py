@@ -1,11 +1,11 @@
-"""The kairos_search response of seed 000 (with DESIGN rule 7), from ranked matches."""
+"""The kairos_search response (contract §3, rule R7), from ranked matches."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from . import texts
+from .responses import Choice, SearchResult
 
 
 @dataclass(frozen=True)
@@ -17,8 +17,8 @@ class Match:
     tags: list[str]
 
 
-def search_response(matches: list[Match]) -> dict[str, Any]:
-    choices: list[dict[str, Any]] = [{
+def search_response(matches: list[Match]) -> SearchResult:
+    choices: list[Choice] = [{
         "uri": m.uri,
         "label": m.label,
         "chain_label": m.chain_label,

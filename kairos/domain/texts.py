@@ -1,6 +1,8 @@
-"""Every string the contract fixes, in one place (seeds 000, 003, 004 and DESIGN section 3)."""
+"""Every string the contract fixes, in one place (contract §2-§5, docs/contract.md)."""
 
 from __future__ import annotations
+
+from .responses import Choice
 
 GENESIS_HASH = "aeebad4a796fcc2e15dc4c6061b45ed9b373f26adfc798ca7d2d8cc58182718e"
 MIME_MARKDOWN = "text/markdown"
@@ -9,7 +11,7 @@ URI_PREFIX = "kairos://mem/"
 CREATE_PROTOCOL_URI = "kairos://mem/00000000-0000-0000-0000-000000002001"
 REFINE_SEARCH_URI = "kairos://mem/00000000-0000-0000-0000-000000002002"
 
-# Step-answer error codes (seed 003).
+# Step-answer error codes (contract §4).
 NONCE_MISMATCH = "NONCE_MISMATCH"
 PROOF_HASH_MISMATCH = "PROOF_HASH_MISMATCH"
 TYPE_MISMATCH = "TYPE_MISMATCH"
@@ -19,20 +21,9 @@ COMMENT_IRRELEVANT = "COMMENT_IRRELEVANT"
 COMMAND_FAILED = "COMMAND_FAILED"
 USER_DECLINED = "USER_DECLINED"
 MAX_RETRIES_EXCEEDED = "MAX_RETRIES_EXCEEDED"
-ANSWER_ERROR_CODES = (
-    NONCE_MISMATCH,
-    PROOF_HASH_MISMATCH,
-    TYPE_MISMATCH,
-    MISSING_FIELD,
-    COMMENT_TOO_SHORT,
-    COMMENT_IRRELEVANT,
-    COMMAND_FAILED,
-    USER_DECLINED,
-    MAX_RETRIES_EXCEEDED,
-)
 MAX_RETRIES = 3
 
-# Fields the seeds removed; they must never appear in a response.
+# Fields a response never carries (contract §4, "Never present").
 FORBIDDEN_FIELDS = frozenset(
     {
         "next_step",
@@ -82,7 +73,7 @@ def next_action_max_retries(refused_uri: str) -> str:
     )
 
 
-# kairos_search (seed 000, DESIGN rule 7).
+# kairos_search (contract §3, R7).
 SEARCH_NEXT_ACTION = "Pick one choice and follow that choice's next_action."
 SEARCH_NEXT_ACTION_SINGLE = "Follow the choice's next_action."
 SEARCH_MSG_NONE = "No existing protocol matched your query. Refine your search or create a new one."
@@ -100,7 +91,7 @@ def match_next_action(uri: str) -> str:
     return f"call kairos_begin with {uri} to execute this protocol"
 
 
-REFINE_CHOICE: dict[str, object] = {
+REFINE_CHOICE: Choice = {
     "uri": REFINE_SEARCH_URI,
     "label": "Get help refining your search",
     "chain_label": "Run protocol to turn vague user request into a better kairos_search query",
@@ -112,7 +103,7 @@ REFINE_CHOICE: dict[str, object] = {
         "user's request into a better search query"
     ),
 }
-CREATE_CHOICE: dict[str, object] = {
+CREATE_CHOICE: Choice = {
     "uri": CREATE_PROTOCOL_URI,
     "label": "Create New KAIROS Protocol Chain",
     "chain_label": "Create New KAIROS Protocol Chain",
@@ -123,9 +114,11 @@ CREATE_CHOICE: dict[str, object] = {
 }
 
 
-def refine_choice() -> dict[str, object]:
+def refine_choice() -> Choice:
+    """The refine choice, a copy of its own (a caller may change its tags)."""
     return {**REFINE_CHOICE, "tags": ["meta", "refine"]}
 
 
-def create_choice() -> dict[str, object]:
+def create_choice() -> Choice:
+    """The create choice, a copy of its own (a caller may change its tags)."""
     return {**CREATE_CHOICE, "tags": ["meta", "creation"]}

@@ -4,7 +4,7 @@ tool table, so the handshake is as fast as the local server's).
 
 The agent host sees an ordinary stdio server; the remote server sees one stable identity
 per process: the session id made at start, sent as ``X-CHL-Session`` on every request
-(seed 002 §5), plus ``Authorization: Bearer $KAIROS_TOKEN`` when a token is set. Each
+(contract §5 R10), plus ``Authorization: Bearer $KAIROS_TOKEN`` when a token is set. Each
 call opens its own short MCP connection, so a restarted or load-balanced server is
 simply reached again on the next call; identity never depends on a connection.
 """

@@ -16,22 +16,21 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from functools import cache
 from typing import TYPE_CHECKING, Any
 
 import anyio
 import mcp_types as types
 from mcp.server import Server, ServerRequestContext
 
-from kairos.domain.errors import INTERNAL_ERROR
-
-from ..domain import limits
-from ..domain.errors import KairosError, NotFoundError
-from ..domain.requests import parse
+from .. import version
+from ..domain.caller import Caller
+from ..domain.errors import INTERNAL_ERROR, KairosError, NotFoundError
+from ..domain.limits import Limits, check_value
+from ..domain.validation import parse
 from .tools import INSTRUCTIONS, REGISTRY, TOOLS, Call
 
 if TYPE_CHECKING:
-    from ..service import Caller, Kairos
+    from ..service import Kairos
 
 log = logging.getLogger("kairos.mcp")
 
@@ -95,13 +94,8 @@ class ServiceRef:
 def local_identity(space: str, session_id: str) -> Identify:
     """One identity for the whole process: stdio and in-memory servers serve one agent."""
 
-    @cache
-    def who() -> tuple[Caller, str | None]:
-        from ..service import Caller
-
-        return Caller(space=space, id=session_id), session_id
-
-    return lambda _request: who()
+    who = (Caller(space=space, id=session_id), session_id)
+    return lambda _request: who
 
 
 def result(body: dict[str, Any], *, error: bool = False) -> types.CallToolResult:
@@ -121,10 +115,10 @@ def tool_list() -> list[types.Tool]:
     ]
 
 
-def build_server(service: ServiceRef, *, identify: Identify,
+def build_server(service: ServiceRef, *, identify: Identify, limits: Limits,
                  observe: ToolObserver | None = None, name: str = "kairos") -> Server[Any]:
     """The MCP server for one service. ``identify`` decides who calls (see ``Identify``);
-    ``observe`` receives per-tool timings (metrics)."""
+    ``limits`` bound the arguments; ``observe`` receives per-tool timings (metrics)."""
     tools = tool_list()
 
     async def list_tools(ctx: ServerRequestContext[Any, Any],
@@ -146,7 +140,7 @@ def build_server(service: ServiceRef, *, identify: Identify,
             handler, model = spec.handler, spec.model
 
             def run() -> Any:  # off the event loop: the checks walk every argument
-                limits.check_value(arguments)
+                check_value(arguments, limits.json_depth)
                 return handler(service.get(), parse(model, arguments, context=params.name),
                                call)
 
@@ -167,19 +161,9 @@ def build_server(service: ServiceRef, *, identify: Identify,
         spec = REGISTRY.get(tool)
         return spec.input_schema if spec else None
 
-    return Server(name, version=_version(), instructions=INSTRUCTIONS,
+    return Server(name, version=version(), instructions=INSTRUCTIONS,
                   get_tool_input_schema=input_schema,
                   on_list_tools=list_tools, on_call_tool=call_tool)
-
-
-@cache
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("kairos")
-    except PackageNotFoundError:  # pragma: no cover - running from a source tree
-        return "0"
 
 
 __all__ = ["INSTRUCTIONS", "INTERNAL_ERROR", "Identify", "ServiceRef", "ToolObserver",

@@ -1,7 +1,7 @@
 """``kairos mcp``: one agent host spawns this process and talks MCP over stdin/stdout.
 
-The process is one conversation: it makes one session id at start (seed 002 §5; DESIGN
-3.10), which is both the caller id that owns its runs and the search session of
+The process is one conversation: it makes one session id at start (contract §5
+R10), which is both the caller id that owns its runs and the search session of
 search_entries/read_entries. The service (database, search, embedding model) is built
 after the first ``tools/list`` so the handshake answers at once.
 """
@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import uuid
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 import anyio
 
+from ..domain.caller import valid_session_id
 from .server import ServiceRef, build_server, local_identity
 
 if TYPE_CHECKING:
@@ -24,7 +24,6 @@ if TYPE_CHECKING:
     from ..service import Kairos
 
 SESSION_ENV = ("KAIROS_SESSION_ID", "CHL_SESSION_ID")
-SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:\-]{0,127}$")
 log = logging.getLogger("kairos.mcp")
 
 
@@ -35,7 +34,7 @@ def process_session_id(env: Mapping[str, str] | None = None) -> str:
     env = os.environ if env is None else env
     for name in SESSION_ENV:
         value = env.get(name, "").strip()
-        if SESSION_ID.match(value):
+        if valid_session_id(value):
             return value
         if value:
             log.warning("ignoring %s=%r: expected up to 128 letters, digits and . _ : -",
@@ -50,12 +49,13 @@ def run_stdio(settings: Settings, session_id: str | None = None) -> None:
     sid = session_id or process_session_id()
 
     def make() -> Kairos:
-        from ..service import Kairos
+        from ..service.wiring import open_service
 
-        return Kairos(settings)
+        return open_service(settings)
 
     service = ServiceRef(make)
-    server = build_server(service, identify=local_identity(settings.space, sid))
+    server = build_server(service, identify=local_identity(settings.space, sid),
+                          limits=settings.limits)
 
     async def main() -> None:
         async with stdio_server() as (read, write):

@@ -8,102 +8,64 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from ..domain import requests as rq
+from ..domain.caller import Caller
+from ..domain.requests import (
+    Attest,
+    Begin,
+    Delete,
+    Dump,
+    ListCategories,
+    Mint,
+    Next,
+    ReadEntries,
+    Request,
+    Search,
+    SearchEntries,
+    Update,
+    UpdateEntry,
+    WriteEntry,
+)
+from ..domain.validation import json_schema
 
 if TYPE_CHECKING:  # the service pulls in the database layer; import it only when called
-    from ..service import Caller, Kairos
+    from ..service import Kairos
 
 JSON = dict[str, Any]
 
 
 @dataclass(frozen=True)
 class Call:
-    """Who is calling, and the search session (seed 002 §3) their calls belong to."""
+    """Who is calling, and the search session (contract §5 R10) their calls belong to."""
 
     caller: Caller
     session_id: str | None
 
 
-Handler = Callable[["Kairos", Any, Call], JSON]
+R = TypeVar("R", bound=Request)
+Handler = Callable[["Kairos", R, Call], Mapping[str, Any]]
+"""Maps a tool's validated request onto one service call."""
 
 
 @dataclass(frozen=True)
-class ToolSpec:
+class ToolSpec(Generic[R]):
     name: str
     title: str
     description: str
-    model: type[rq.Request]
-    handler: Handler
+    model: type[R]
+    handler: Handler[R]
     read_only: bool = False
 
     @cached_property
     def input_schema(self) -> JSON:
         """Generated from the request model: the schema agents see is the one enforced."""
-        return rq.json_schema(self.model)
-
-
-# --- handlers: each gets its validated request model ---------------------------------------
-
-
-def _search(k: Kairos, a: Any, c: Call) -> JSON:
-    return k.search(a.query, c.caller, limit=a.limit, notice=True)
-
-
-def _begin(k: Kairos, a: Any, c: Call) -> JSON:
-    return k.begin(a.uri, c.caller)
-
-
-def _next(k: Kairos, a: Any, c: Call) -> JSON:
-    return k.next(a.uri, a.solution, c.caller)
-
-
-def _attest(k: Kairos, a: Any, c: Call) -> JSON:
-    return k.attest(a.uri, a.outcome, a.message, c.caller, quality_bonus=a.quality_bonus,
-                    llm_model_id=a.llm_model_id, solution=a.solution)
-
-
-def _mint(k: Kairos, a: Any, c: Call) -> JSON:
-    return k.mint(a.markdown_doc, c.caller, llm_model_id=a.llm_model_id,
-                  force_update=a.force_update)
-
-
-def _update(k: Kairos, a: Any, c: Call) -> JSON:
-    return k.update(a.uris, c.caller, markdown_doc=a.markdown_doc, updates=a.updates)
-
-
-def _delete(k: Kairos, a: Any, c: Call) -> JSON:
-    return k.delete(a.uris, c.caller, protocol=a.protocol)
-
-
-def _dump(k: Kairos, a: Any, c: Call) -> JSON:
-    return k.dump(a.uri, c.caller, protocol=a.protocol)
-
-
-def _search_entries(k: Kairos, a: Any, c: Call) -> JSON:
-    return k.search_entries(a, c.caller, session_id=c.session_id)
-
-
-def _read_entries(k: Kairos, a: Any, c: Call) -> JSON:
-    return k.read_entries(a, c.caller, session_id=c.session_id)
-
-
-def _write_entry(k: Kairos, a: Any, c: Call) -> JSON:
-    return k.write_entry(a, c.caller)
-
-
-def _update_entry(k: Kairos, a: Any, c: Call) -> JSON:
-    return k.update_entry(a, c.caller)
-
-
-def _list_categories(k: Kairos, a: Any, c: Call) -> JSON:
-    return k.list_categories(c.caller)
+        return json_schema(self.model)
 
 
 # --- the table ---------------------------------------------------------------------------
 
-TOOLS: tuple[ToolSpec, ...] = (
+TOOLS: tuple[ToolSpec[Any], ...] = (
     ToolSpec(
         "kairos_search", "Find a protocol",
         "Find the protocol that fits the user's request. Start here whenever a task might "
@@ -113,8 +75,9 @@ TOOLS: tuple[ToolSpec, ...] = (
         "protocol). Pick one and do exactly what its `next_action` says — usually "
         "kairos_begin with its uri. `degraded: true` in the response means the matches "
         "were ranked by text alone (`provider_hint` says why): try other words if none fits.",
-        rq.Search,
-        _search, read_only=True),
+        Search,
+        lambda service, request, call: service.search(request, call.caller, notice=True),
+        read_only=True),
     ToolSpec(
         "kairos_begin", "Start a protocol run",
         "Start running a protocol at its first step (a step-1 uri from kairos_search; any "
@@ -122,8 +85,8 @@ TOOLS: tuple[ToolSpec, ...] = (
         "a `challenge` (how to prove you did it, with a single-use `nonce` and the "
         "`proof_hash` to echo) and `next_action`. Do the step, then follow next_action: "
         "call kairos_next with the uri it names and your solution.",
-        rq.Begin,
-        _begin),
+        Begin,
+        lambda service, request, call: service.begin(request, call.caller)),
     ToolSpec(
         "kairos_next", "Answer a challenge and get the next step",
         "Submit the solution to the challenge you were shown and receive the next step. "
@@ -132,8 +95,8 @@ TOOLS: tuple[ToolSpec, ...] = (
         "refused the response has `error_code` and a fresh challenge: retry with the nonce "
         "and proof_hash from THAT response. When the response says the protocol is "
         "completed, call kairos_attest as its next_action says.",
-        rq.Next,
-        _next),
+        Next,
+        lambda service, request, call: service.next(request, call.caller)),
     ToolSpec(
         "kairos_attest", "Finish a run",
         "Finish a run and record whether the protocol worked. Call it on the last step's "
@@ -141,8 +104,8 @@ TOOLS: tuple[ToolSpec, ...] = (
         "when the last step shows a challenge, include its `solution` here (same shape as in "
         "kairos_next). Outcomes teach search which protocols work. To abort a run, attest "
         "the refused step with outcome failure.",
-        rq.Attest,
-        _attest),
+        Attest,
+        lambda service, request, call: service.attest(request, call.caller)),
     ToolSpec(
         "kairos_mint", "Store a protocol",
         "Store a markdown document as a protocol: one `# Title`, one `## Step` per step, and "
@@ -152,30 +115,30 @@ TOOLS: tuple[ToolSpec, ...] = (
         "e.g. PROOF OF WORK: timeout 30s `pytest tests/__init__.py`. Returns "
         "the protocol's step URIs. A title that already exists is refused "
         "(DUPLICATE_CHAIN) unless force_update is true.",
-        rq.Mint,
-        _mint),
+        Mint,
+        lambda service, request, call: service.mint(request, call.caller)),
     ToolSpec(
         "kairos_update", "Change protocol steps",
         "Fix one or more steps for future runs: pass their uris and either `markdown_doc` "
         "(the new step body, optionally starting with `## New label`; one string for all "
         "uris or a list with one per uri) or `updates` {label, content}. The step's "
         "challenge is re-read from the new text. Built-in protocols are read-only.",
-        rq.Update,
-        _update),
+        Update,
+        lambda service, request, call: service.update(request, call.caller)),
     ToolSpec(
         "kairos_delete", "Delete protocol steps",
         "Delete steps by uri (the remaining steps close up), or whole protocols with "
         "protocol=true. Deleting the only step of a protocol deletes the protocol. Each uri "
         "gets its own result, so one bad uri does not stop the others.",
-        rq.Delete,
-        _delete),
+        Delete,
+        lambda service, request, call: service.delete(request, call.caller)),
     ToolSpec(
         "kairos_dump", "Read a protocol as markdown",
         "Show one step (its content, challenge and markdown) or, with protocol=true, the "
         "whole protocol as the markdown kairos_mint accepts — edit it and mint it back with "
         "force_update to change several steps at once.",
-        rq.Dump,
-        _dump, read_only=True),
+        Dump,
+        lambda service, request, call: service.dump(request, call.caller), read_only=True),
     ToolSpec(
         "search_entries", "Search experiences and manuals",
         "Search lessons learned (experiences) and reference documents (manuals) in one "
@@ -184,16 +147,18 @@ TOOLS: tuple[ToolSpec, ...] = (
         "was degraded. Entries this conversation already saw are down-ranked "
         "(downrank_viewed, default true) or dropped (hide_viewed). Ask for full bodies "
         "with `fields` (e.g. [\"playbook\"]) or fetch them with read_entries.",
-        rq.SearchEntries,
-        _search_entries, read_only=True),
+        SearchEntries,
+        lambda service, request, call: service.search_entries(
+            request, call.caller, session_id=call.session_id), read_only=True),
     ToolSpec(
         "read_entries", "Read experiences or manuals",
         "Fetch entries by id (entity_id from search_entries). Without `fields` you get full "
         "bodies; fields=[\"preview\"] returns previews only; any other list is an "
         "allow-list of fields. An unknown field is an error naming it. Ids not found are "
         "listed in `missing`.",
-        rq.ReadEntries,
-        _read_entries, read_only=True),
+        ReadEntries,
+        lambda service, request, call: service.read_entries(
+            request, call.caller, session_id=call.session_id), read_only=True),
     ToolSpec(
         "write_entry", "Record an experience or a manual",
         "Store a lesson learned (entity_type experience: title, playbook, optional context, "
@@ -202,24 +167,25 @@ TOOLS: tuple[ToolSpec, ...] = (
         "category code from list_categories. A duplicate check runs on every write: similar "
         "entries come back in the response, and recommendation \"review_first\" means a "
         "near-duplicate exists — review it and prefer update_entry.",
-        rq.WriteEntry,
-        _write_entry),
+        WriteEntry,
+        lambda service, request, call: service.write_entry(request, call.caller)),
     ToolSpec(
         "update_entry", "Change an experience or a manual",
         "Change fields of an existing entry: `entity_id` and `updates` with the fields to "
         "change (experience: title, playbook, context, section, category, author; manual: "
         "title, content, summary, category, author). The duplicate check runs again.",
-        rq.UpdateEntry,
-        _update_entry),
+        UpdateEntry,
+        lambda service, request, call: service.update_entry(request, call.caller)),
     ToolSpec(
         "list_categories", "List categories",
         "List the categories (code, name, description) that experiences and manuals are "
         "filed under. Call it before write_entry or a category-scoped read_entries.",
-        rq.ListCategories,
-        _list_categories, read_only=True),
+        ListCategories,
+        lambda service, request, call: service.list_categories(request, call.caller),
+        read_only=True),
 )
 
-REGISTRY: Mapping[str, ToolSpec] = {t.name: t for t in TOOLS}
+REGISTRY: Mapping[str, ToolSpec[Any]] = {tool.name: tool for tool in TOOLS}
 
 INSTRUCTIONS = """\
 KAIROS keeps procedures (protocols) that you run step by step with proof, plus lessons

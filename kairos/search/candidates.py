@@ -23,7 +23,7 @@ from sqlalchemy.engine import Connection
 
 from ..domain import doctext, matching, scoring
 from ..domain.lexical import Lexical, Words, is_noise, words
-from ..store import schema as t
+from ..store import schema
 from ..store.text_index import Terms
 
 CANDIDATES = 100
@@ -118,7 +118,7 @@ def _read(conn: Connection, rids: set[int], asked: Words | None, lex: dict[int, 
     """Titles and kinds of ``rids``, and with ``asked`` their lexical evidence."""
     if not rids:
         return
-    c = t.search_docs.c
+    c = schema.search_docs.c
     if asked is None or not asked.informative:
         for rid, kind, title in conn.execute(
                 select(c.rid, c.kind, c.title).where(c.rid.in_(list(rids)))):

@@ -9,11 +9,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import select
-
 from ..domain import doctext, markdown
 from ..domain.challenge import Challenge, from_issued
-from ..store import schema as t
 from ..store.repo import Repo
 from ..store.text_index import token_count
 
@@ -95,10 +92,6 @@ def entry_doc(kind: str, row: Mapping[str, Any]) -> DocSpec:
                    author=row.get("author"))
 
 
-def entry_table(kind: str) -> Any:
-    return t.experiences if kind == "experience" else t.manuals
-
-
 def stored_doc(repo: Repo, kind: str, entity_id: str) -> DocSpec | None:
     """The document of a stored record, or None when it is gone (or built in: built-in
     protocols are not searched as records)."""
@@ -110,6 +103,5 @@ def stored_doc(repo: Repo, kind: str, entity_id: str) -> DocSpec | None:
                             proto["updated_at"])
     if kind not in ENTRY_KINDS:
         return None
-    table = entry_table(kind)
-    row = repo.conn.execute(select(table).where(table.c.id == entity_id)).mappings().first()
+    row = repo.entry(kind, entity_id)
     return None if row is None else entry_doc(kind, dict(row))

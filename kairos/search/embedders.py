@@ -27,6 +27,8 @@ def _normalize(matrix: np.ndarray) -> np.ndarray:
 
 
 class NoEmbedder:
+    """The provider ``none``: text search only."""
+
     name = "none"
     model_id = "none"
     ready = False
@@ -34,6 +36,15 @@ class NoEmbedder:
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         raise EmbedderUnavailable("the embedding provider is 'none'")
+
+    def load(self) -> NoEmbedder:
+        return self
+
+    def probe(self) -> None:
+        """Nothing to ask: no vectors."""
+
+    def verify(self) -> list[str]:
+        return []
 
 
 MODEL_DIR = Path(__file__).with_name("model")
@@ -99,6 +110,9 @@ class LocalEmbedder:
             raise EmbedderUnavailable(f"local model {self.state}")
         return self
 
+    def probe(self) -> None:
+        """Nothing to ask: the shipped model's dimension is in ``model.json``."""
+
     def verify(self) -> list[str]:
         """The shipped files whose SHA-256 differs from ``SHA256SUMS`` (empty when intact)."""
         bad = []
@@ -155,12 +169,12 @@ class OpenAIEmbedder:
 
     def __init__(self, base_url: str, model: str, api_key: str = "", *,
                  timeout: float = 30.0, transport: Any = None) -> None:
-        import httpx
+        import httpx2
 
         self.base_url = base_url.rstrip("/")
         self.model = model
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self._client = httpx.Client(timeout=timeout, headers=headers, transport=transport)
+        self._client = httpx2.Client(timeout=timeout, headers=headers, transport=transport)
         self._dim: int | None = None
         self._error: str | None = None
 
@@ -177,7 +191,7 @@ class OpenAIEmbedder:
         return f"failed: {self._error}" if self._error else "ready"
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        import httpx
+        import httpx2
 
         try:
             response = self._client.post(f"{self.base_url}/embeddings",
@@ -185,17 +199,24 @@ class OpenAIEmbedder:
             response.raise_for_status()
             data = sorted(response.json()["data"], key=lambda d: d["index"])
             matrix = _normalize(np.array([d["embedding"] for d in data], dtype=np.float32))
-        except (httpx.HTTPError, KeyError, ValueError, TypeError) as exc:
+        except (httpx2.HTTPError, KeyError, ValueError, TypeError) as exc:
             self._error = f"{type(exc).__name__}: {exc}"
             raise EmbedderUnavailable(self._error) from exc
         self._error = None
         self._dim = int(matrix.shape[1])
         return matrix
 
+    def load(self) -> OpenAIEmbedder:
+        """Nothing to load: the provider is asked on the first call (``probe``)."""
+        return self
+
     def probe(self) -> None:
         """Learn the dimension, so ``model_id`` is complete before vectors are stored."""
         if self._dim is None:
             self.embed(["dimension probe"])
+
+    def verify(self) -> list[str]:
+        return []
 
 
 def make_embedder(kind: str, *, base_url: str = "", model: str = "", api_key: str = ""

@@ -10,8 +10,9 @@ import numpy as np
 from sqlalchemy import select
 
 from ..domain import doctext, matching
+from ..domain.responses import Explained
 from ..domain.uris import to_uri
-from ..store import schema as t
+from ..store import schema
 from ..store.db import Store
 from .ranking import Hit, Ranked
 
@@ -25,7 +26,7 @@ def role_cosines(store: Store, query: np.ndarray | None, rids: Sequence[int],
     out: dict[int, dict[str, float | None]] = {rid: dict.fromkeys(ROLES) for rid in rids}
     if query is None or model_id is None or not rids:
         return out
-    v = t.search_vectors.c
+    v = schema.search_vectors.c
     with store.read() as repo:
         rows = repo.conn.execute(select(v.rid, v.role, v.vector).where(
             v.rid.in_(list(rids)) & (v.model_id == model_id))).all()
@@ -52,7 +53,7 @@ def names(store: Store, hits: Sequence[Hit]) -> dict[int, dict[str, Any]]:
 
 
 def explain(store: Store, ranked: Ranked, query: str, *, threshold: float, limit: int,
-            model_id: str | None) -> dict[str, Any]:
+            model_id: str | None) -> Explained:
     """The explanation of a ranked query: its relevance, and its ``limit`` best candidates
     with their evidence and why each is or is not listed at ``threshold``."""
     hits = ranked.hits[:limit]

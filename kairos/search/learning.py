@@ -35,8 +35,9 @@ from sqlalchemy import delete, func, insert, select, update
 from sqlalchemy.engine import Connection
 
 from ..domain import doctext, limits
+from ..domain.responses import LearnedTrigger
 from ..domain.uris import new_id
-from ..store import schema as t
+from ..store import schema
 from ..store.repo import Repo
 
 if TYPE_CHECKING:
@@ -93,9 +94,9 @@ class Learning:
         cutoff = _stamp(datetime.now(UTC) - timedelta(minutes=LEAD_MINUTES))
         try:
             with self.store.write() as repo:
-                repo.conn.execute(delete(t.search_leads).where(
-                    t.search_leads.c.created_at < cutoff))
-                repo.conn.execute(insert(t.search_leads).values(**row))
+                repo.conn.execute(delete(schema.search_leads).where(
+                    schema.search_leads.c.created_at < cutoff))
+                repo.conn.execute(insert(schema.search_leads).values(**row))
         except Exception:  # a lost lead only means nothing is learned from it
             _log.warning("could not remember a search", exc_info=True)
 
@@ -119,12 +120,12 @@ class Learning:
         if protocol is None or protocol["builtin"] or protocol["space"] != run["space"]:
             return []
         started = run["created_at"]
-        earlier = conn.execute(select(func.max(t.runs.c.created_at)).where(
-            (t.runs.c.space == run["space"]) & (t.runs.c.caller == run["caller"])
-            & (t.runs.c.created_at < started))).scalar()
+        earlier = conn.execute(select(func.max(schema.runs.c.created_at)).where(
+            (schema.runs.c.space == run["space"]) & (schema.runs.c.caller == run["caller"])
+            & (schema.runs.c.created_at < started))).scalar()
         since = _stamp(datetime.fromisoformat(started) - timedelta(minutes=LEAD_MINUTES))
         since = max(since, earlier or since)
-        c = t.search_leads.c
+        c = schema.search_leads.c
         leads = conn.execute(
             select(c.query, c.protocol_ids, c.vector, c.model_id)
             .where((c.space == run["space"]) & (c.caller == run["caller"])
@@ -152,7 +153,7 @@ class Learning:
 
     def _remember(self, conn: Connection, protocol: Any, text: str, key: str,
                   vector: bytes | None, model_id: str | None) -> None:
-        c = t.learned_triggers.c
+        c = schema.learned_triggers.c
         now = _stamp()
         rows = conn.execute(select(c.id, c.text_key, c.vector, c.model_id).where(
             c.protocol_id == protocol["id"])).all()
@@ -162,28 +163,28 @@ class Learning:
             same = next((r.id for r in rows if r.vector is not None and r.model_id == model_id
                          and float(np.frombuffer(r.vector, np.float32) @ mine) >= SAME), None)
         if same is not None:
-            conn.execute(update(t.learned_triggers).where(c.id == same).values(
+            conn.execute(update(schema.learned_triggers).where(c.id == same).values(
                 runs=c.runs + 1, last_seen=now))
             return
-        conn.execute(insert(t.learned_triggers).values(
+        conn.execute(insert(schema.learned_triggers).values(
             id=new_id(), space=protocol["space"], protocol_id=protocol["id"], text=text,
             text_key=key, runs=1, vector=vector, model_id=model_id, created_at=now,
             last_seen=now))
 
     @staticmethod
     def _bound(conn: Connection, protocol_id: str) -> None:
-        c = t.learned_triggers.c
+        c = schema.learned_triggers.c
         ids = [r[0] for r in conn.execute(select(c.id).where(c.protocol_id == protocol_id)
                                           .order_by(c.last_seen.desc(), c.runs.desc()))]
         if len(ids) > limits.LEARNED_TRIGGERS:
-            conn.execute(delete(t.learned_triggers).where(
+            conn.execute(delete(schema.learned_triggers).where(
                 c.id.in_(ids[limits.LEARNED_TRIGGERS:])))
 
     # --- reading and forgetting ------------------------------------------------------------
 
     @staticmethod
-    def listing(conn: Connection, protocol_id: str) -> list[dict[str, Any]]:
-        c = t.learned_triggers.c
+    def listing(conn: Connection, protocol_id: str) -> list[LearnedTrigger]:
+        c = schema.learned_triggers.c
         return [{"id": r.id, "text": r.text, "runs": r.runs, "created_at": r.created_at,
                  "last_seen": r.last_seen}
                 for r in conn.execute(select(c.id, c.text, c.runs, c.created_at, c.last_seen)
@@ -193,8 +194,8 @@ class Learning:
     def forget(self, repo: Repo, protocol_id: str, trigger_ids: Sequence[str]) -> int:
         """Remove learned triggers of a protocol (all of them when ``trigger_ids`` is
         empty); the number removed."""
-        c = t.learned_triggers.c
-        q = delete(t.learned_triggers).where(c.protocol_id == protocol_id)
+        c = schema.learned_triggers.c
+        q = delete(schema.learned_triggers).where(c.protocol_id == protocol_id)
         if trigger_ids:
             q = q.where(c.id.in_(list(trigger_ids)))
         removed = int(repo.conn.execute(q).rowcount or 0)
@@ -207,7 +208,7 @@ class Learning:
     @staticmethod
     def vectors(conn: Connection, protocol_id: str, model_id: str) -> list[np.ndarray]:
         """The learned triggers' vectors of ``model_id``, most recently used first."""
-        c = t.learned_triggers.c
+        c = schema.learned_triggers.c
         return [np.frombuffer(r[0], np.float32) for r in conn.execute(
             select(c.vector).where((c.protocol_id == protocol_id) & (c.model_id == model_id)
                                    & c.vector.is_not(None))
@@ -220,7 +221,7 @@ class Learning:
             return
         conn = repo.conn
         model_id = self.search.embedder.model_id
-        d, v = t.search_docs.c, t.search_vectors.c
+        d, v = schema.search_docs.c, schema.search_vectors.c
         doc = conn.execute(select(d.rid, d.space, d.kind).where(
             d.key == f"protocol:{protocol_id}")).first()
         if doc is None:
@@ -237,7 +238,7 @@ class Learning:
 
     def stale(self, model_id: str) -> list[tuple[str, str, str]]:
         """(id, protocol id, text) of learned triggers without a vector of ``model_id``."""
-        c = t.learned_triggers.c
+        c = schema.learned_triggers.c
         with self.store.read() as repo:
             return [(r.id, r.protocol_id, r.text) for r in repo.conn.execute(
                 select(c.id, c.protocol_id, c.text).where(
@@ -255,10 +256,10 @@ class Learning:
         vectors = self.search.embed_texts([text for _, _, text in todo])
         if vectors is None:
             return 0
-        c = t.learned_triggers.c
+        c = schema.learned_triggers.c
         with self.store.write() as repo:
             for (tid, _, _), vec in zip(todo, vectors, strict=True):
-                repo.conn.execute(update(t.learned_triggers).where(c.id == tid).values(
+                repo.conn.execute(update(schema.learned_triggers).where(c.id == tid).values(
                     vector=np.asarray(vec, np.float32).tobytes(), model_id=model_id))
             for protocol_id in {pid for _, pid, _ in todo}:
                 self.sync(repo, protocol_id)

@@ -24,7 +24,7 @@ from sqlalchemy.engine import Connection
 
 from ..domain import matching
 from ..domain.lexical import Lexical
-from ..store import schema as t
+from ..store import schema
 from ..store.text_index import Terms, TextMatches
 from . import candidates
 
@@ -177,7 +177,7 @@ class Ranker:
     @staticmethod
     def _rows(conn: Connection, candidates: Iterable[int], filters: Mapping[str, str] | None,
               exclude: set[str] | None, boosts: bool) -> list[dict[str, Any]]:
-        c, m = t.search_docs.c, t.protocol_metrics.c
+        c, m = schema.search_docs.c, schema.protocol_metrics.c
         q = select(c.rid, c.kind, c.entity_id, c.space, c.title, c.category, c.section,
                    c.author, c.updated_at).where(c.rid.in_(list(candidates)))
         for column, value in (filters or {}).items():
@@ -186,7 +186,7 @@ class Ranker:
             q = q.where(c.entity_id.not_in(list(exclude)))
         if boosts:
             q = q.add_columns(m.successes, m.failures).outerjoin(
-                t.protocol_metrics, (c.kind == "protocol") & (m.protocol_id == c.entity_id))
+                schema.protocol_metrics, (c.kind == "protocol") & (m.protocol_id == c.entity_id))
         return [dict(r) for r in conn.execute(q).mappings()]
 
 
@@ -197,6 +197,6 @@ def _order(hit: Hit) -> tuple[float, float, str]:
 
 
 def _count(conn: Connection, space: str, kinds: Sequence[str]) -> int:
-    c = t.search_docs.c
+    c = schema.search_docs.c
     return int(conn.execute(select(func.count()).where(
         (c.space == space) & c.kind.in_(list(kinds)))).scalar_one())

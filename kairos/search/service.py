@@ -1,5 +1,5 @@
 """The search engine: keeps the index in step with every write (learned triggers
-included, ``learning``), and answers kairos_search and the unified search of seed 002 with
+included, ``learning``), and answers kairos_search and the unified search (contract §5) with
 one score (``ranking``, ``domain.matching``) from the dense evidence of the vector index,
 the text evidence of the full-text index and the lexical evidence of the records' text."""
 
@@ -19,7 +19,9 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
 from ..domain import doctext
-from ..store import schema as t
+from ..domain.ports import Embedder
+from ..domain.responses import Duplicate, DuplicateCheck, Reindexed
+from ..store import schema
 from ..store.db import Store
 from ..store.repo import Repo
 from .documents import DocSpec, stored_doc
@@ -40,7 +42,8 @@ def jaccard(a: str, b: str) -> float:
 
 
 class SearchService:
-    def __init__(self, store: Store, embedder: Any, sessions: Sessions | None = None) -> None:
+    def __init__(self, store: Store, embedder: Embedder, sessions: Sessions | None = None
+                 ) -> None:
         self.store = store
         self.embedder = embedder
         self.sessions: Sessions = sessions or SessionStore()
@@ -55,11 +58,11 @@ class SearchService:
 
     @property
     def vectors_ready(self) -> bool:
-        return bool(self.embedder is not None and self.embedder.ready)
+        return self.embedder.ready
 
     @property
     def provider(self) -> str:
-        return "none" if self.embedder is None else str(self.embedder.name)
+        return self.embedder.name
 
     def embed_texts(self, texts: Sequence[str]) -> np.ndarray | None:
         """The vectors of ``texts``, or None when the provider cannot embed now."""
@@ -112,13 +115,13 @@ class SearchService:
     def unindex(self, repo: Repo, kind: str, entity_ids: Sequence[str]) -> None:
         conn = repo.conn
         keys = [f"{kind}:{e}" for e in entity_ids]
-        rids = [r[0] for r in conn.execute(select(t.search_docs.c.rid)
-                                           .where(t.search_docs.c.key.in_(keys)))]
+        rids = [r[0] for r in conn.execute(select(schema.search_docs.c.rid)
+                                           .where(schema.search_docs.c.key.in_(keys)))]
         if not rids:
             return
         self.store.text_index.delete(conn, rids)
         self.store.vector_index.delete(conn, rids)
-        conn.execute(delete(t.search_docs).where(t.search_docs.c.rid.in_(rids)))
+        conn.execute(delete(schema.search_docs).where(schema.search_docs.c.rid.in_(rids)))
 
     def _upsert_vectors(self, conn: Connection, rid: int, doc: DocSpec, matrix: np.ndarray,
                         model_id: str) -> None:
@@ -139,11 +142,12 @@ class SearchService:
                   "title": doc.title, "labels": doc.labels, "body": doc.body,
                   "ntokens": doc.ntokens, "category": doc.category,
                   "section": doc.section, "author": doc.author, "updated_at": doc.updated_at}
-        row = conn.execute(select(t.search_docs.c.rid).where(t.search_docs.c.key == key)).first()
+        docs = schema.search_docs
+        row = conn.execute(select(docs.c.rid).where(docs.c.key == key)).first()
         if row is None:
-            res = conn.execute(insert(t.search_docs).values(key=key, **values))
+            res = conn.execute(insert(schema.search_docs).values(key=key, **values))
             return int(res.inserted_primary_key[0])  # type: ignore[index]
-        conn.execute(update(t.search_docs).where(t.search_docs.c.rid == row[0]).values(**values))
+        conn.execute(update(docs).where(docs.c.rid == row[0]).values(**values))
         return int(row[0])
 
     # --- ranking (``ranking``) --------------------------------------------------------------
@@ -163,21 +167,20 @@ class SearchService:
     def hint(self, degraded: bool) -> str | None:
         if not degraded:
             return None
-        if self.embedder is None or self.provider == "none":
+        if self.provider == "none":
             return "Vector search is disabled (embedder 'none'); text search was used."
-        state = getattr(self.embedder, "state", "unavailable")
-        return f"Vector search unavailable ({state}); text fallback used."
+        return f"Vector search unavailable ({self.embedder.state}); text fallback used."
 
     # --- duplicate check ---------------------------------------------------------------------
 
     def duplicate_check(self, kind: str, space: str, title: str, body: str,
                         exclude: str | None, *,
-                        query_vector: np.ndarray | None = None) -> dict[str, Any]:
+                        query_vector: np.ndarray | None = None) -> DuplicateCheck:
         """Advisory: ≥ 0.85 → ``review_first``; 0.50–0.84 → listed as FYI. A plain read,
         run before the write; ``guard`` keeps a concurrent write from slipping past it."""
         similar = self.similar(kind, space, title, body, exclude, query_vector)
         duplicates = [s for s in similar if s["score"] >= 0.50]
-        result: dict[str, Any] = {"duplicates": duplicates, "warnings": []}
+        result: DuplicateCheck = {"duplicates": duplicates, "warnings": []}
         if duplicates and duplicates[0]["score"] >= 0.85:
             result["recommendation"] = "review_first"
         return result
@@ -192,7 +195,7 @@ class SearchService:
             value = _get_meta(repo.conn, key)
         if value is None:
             with suppress(IntegrityError), self.store.write() as repo:
-                repo.conn.execute(insert(t.index_meta).values(key=key, value="0"))
+                repo.conn.execute(insert(schema.index_meta).values(key=key, value="0"))
             with self.store.read() as repo:
                 value = _get_meta(repo.conn, key)
         return int(value or 0)
@@ -203,18 +206,18 @@ class SearchService:
         kind came after ``seen``. False means the duplicate check is stale: check again.
         On PostgreSQL the conditional UPDATE row-locks the counter until commit, so two
         writers cannot both pass it."""
-        return bool(repo.conn.execute(update(t.index_meta).where(
-            (t.index_meta.c.key == _version_key(space, kind))
-            & (t.index_meta.c.value == str(seen))).values(value=str(seen + 1))).rowcount)
+        return bool(repo.conn.execute(update(schema.index_meta).where(
+            (schema.index_meta.c.key == _version_key(space, kind))
+            & (schema.index_meta.c.value == str(seen))).values(value=str(seen + 1))).rowcount)
 
     def similar(self, kind: str, space: str, title: str, body: str,
                 exclude: str | None, query_vector: np.ndarray | None = None
-                ) -> list[dict[str, Any]]:
+                ) -> list[Duplicate]:
         """Similarity to existing records of a kind, best first: the cosine of the full-text
         vectors when ``query_vector`` (the new record's, ``DUPLICATE_SEQ``) is given, else
         the word overlap (Jaccard) with the best text matches."""
         text = f"{title}. {body}"
-        c = t.search_docs.c
+        c = schema.search_docs.c
         with self.store.read() as repo:
             conn = repo.conn
             if query_vector is not None and self.vectors_ready:
@@ -231,16 +234,16 @@ class SearchService:
                 rows = conn.execute(select(c.rid, c.entity_id, c.title, c.body).where(
                     c.rid.in_(list(hits)))).all()
                 scores = {r.rid: jaccard(text, f"{r.title}. {r.body}") for r in rows}
-        out = [{"entity_id": r.entity_id, "entity_type": kind, "title": r.title,
-                "score": round(max(0.0, scores[r.rid]), 4)}
-               for r in rows if r.entity_id != exclude]
+        out: list[Duplicate] = [{"entity_id": r.entity_id, "entity_type": kind,
+                                 "title": r.title, "score": round(max(0.0, scores[r.rid]), 4)}
+                                for r in rows if r.entity_id != exclude]
         out.sort(key=lambda d: -d["score"])
         return out[:20]
 
     # --- background work ---------------------------------------------------------------------
 
     def backfill(self, *, progress: Callable[[int, int], None] | None = None,
-                 batch: int = 64, force: bool = False) -> dict[str, Any]:
+                 batch: int = 64, force: bool = False) -> Reindexed:
         """Embed every document that has no vector of the current model (after a model
         change, or written while a remote provider was down), batch by batch: each batch
         is read, embedded outside any transaction, then written where its document has not
@@ -262,8 +265,8 @@ class SearchService:
                         break
                     chunk = todo[i:i + batch]
                     with self.store.read() as repo:
-                        rows = list(repo.conn.execute(select(t.search_docs).where(
-                            t.search_docs.c.rid.in_(chunk))).mappings())
+                        rows = list(repo.conn.execute(select(schema.search_docs).where(
+                            schema.search_docs.c.rid.in_(chunk))).mappings())
                         specs = [s for r in rows
                                  if (s := stored_doc(repo, r["kind"], r["entity_id"]))]
                     vectors = self.embed_docs(specs)
@@ -292,12 +295,13 @@ class SearchService:
             recipe = _get_meta(repo.conn, "recipe")
         if recipe is None:
             with suppress(IntegrityError), self.store.write() as repo:
-                repo.conn.execute(insert(t.index_meta).values(key="recipe", value=doctext.RECIPE))
+                repo.conn.execute(insert(schema.index_meta).values(
+                    key="recipe", value=doctext.RECIPE))
             return False
         return recipe != doctext.RECIPE
 
     def _pending(self, model_id: str, *, everything: bool = False) -> list[int]:
-        d, v = t.search_docs.c, t.search_vectors.c
+        d, v = schema.search_docs.c, schema.search_vectors.c
         with self.store.read() as repo:
             q = select(d.rid).order_by(d.rid)
             if not everything:
@@ -308,7 +312,7 @@ class SearchService:
     def _store_vectors(self, repo: Repo, specs: Sequence[DocSpec], vectors: np.ndarray,
                        model_id: str) -> None:
         """Vectors of documents that still read as they did when embedded."""
-        c = t.search_docs.c
+        c = schema.search_docs.c
         keys = {f"{s.kind}:{s.entity_id}": s for s in specs}
         current = {r.key: (r.rid, r.updated_at) for r in repo.conn.execute(
             select(c.key, c.rid, c.updated_at).where(c.key.in_(list(keys))))}
@@ -344,9 +348,7 @@ class SearchService:
         if self.provider == "none":
             return False
         try:
-            probe = getattr(self.embedder, "probe", None)
-            if probe is not None:
-                probe()  # a remote model's dimension, once it answers
+            self.embedder.probe()  # a remote model's dimension, once it answers
             self.learning.embed_pending()
             if not self._pending(self.embedder.model_id) and not self._recipe_changed():
                 return False
@@ -372,9 +374,9 @@ class SearchService:
         model_id = self.embedder.model_id if self.vectors_ready else None
         with self.store.read() as repo:
             conn = repo.conn
-            docs = conn.execute(select(func.count()).select_from(t.search_docs)).scalar_one()
-            vec = conn.execute(select(func.count(t.search_vectors.c.rid.distinct())).where(
-                t.search_vectors.c.model_id == (model_id or ""))).scalar_one()
+            docs = conn.execute(select(func.count()).select_from(schema.search_docs)).scalar_one()
+            vec = conn.execute(select(func.count(schema.search_vectors.c.rid.distinct())).where(
+                schema.search_vectors.c.model_id == (model_id or ""))).scalar_one()
             stored = _get_meta(conn, "model_id")
         return {"documents": docs, "with_vectors": vec, "pending": docs - vec,
                 "model_id": model_id, "indexed_model_id": stored,
@@ -386,11 +388,12 @@ def _version_key(space: str, kind: str) -> str:
 
 
 def _get_meta(conn: Connection, key: str) -> str | None:
-    row = conn.execute(select(t.index_meta.c.value).where(t.index_meta.c.key == key)).first()
+    meta = schema.index_meta
+    row = conn.execute(select(meta.c.value).where(meta.c.key == key)).first()
     return None if row is None else str(row[0])
 
 
 def _set_meta(conn: Connection, key: str, value: str) -> None:
-    if conn.execute(update(t.index_meta).where(t.index_meta.c.key == key)
+    if conn.execute(update(schema.index_meta).where(schema.index_meta.c.key == key)
                     .values(value=value)).rowcount == 0:
-        conn.execute(insert(t.index_meta).values(key=key, value=value))
+        conn.execute(insert(schema.index_meta).values(key=key, value=value))

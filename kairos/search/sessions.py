@@ -1,4 +1,4 @@
-"""Search session memory (seed 002 §3): what a conversation already saw and cited.
+"""Search session memory (contract §5 R10): what a conversation already saw and cited.
 
 An LRU of at most ``capacity`` sessions with an idle TTL, guarded by one lock; every
 operation is O(1) (an OrderedDict move or pop). Per process, wiped on restart.
@@ -6,7 +6,6 @@ operation is O(1) (an OrderedDict move or pop). Per process, wiped on restart.
 
 from __future__ import annotations
 
-import re
 import threading
 import time
 from collections import OrderedDict
@@ -14,29 +13,23 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from ..domain.requests import SESSION_PATTERN
+from ..domain.responses import SessionInfo
 
-SESSION_ID_RE = re.compile(SESSION_PATTERN)
 MAX_LAST_QUERIES = 20
-
-
-def valid_session_id(value: object) -> str | None:
-    """The id when it is well formed; a malformed id is ignored (None), never an error."""
-    return value if isinstance(value, str) and SESSION_ID_RE.match(value) else None
 
 
 class Sessions(Protocol):
     """Session memory: in process (``SessionStore``) or as database rows, one per replica
     set (``kairos.store.sessions.DbSessionStore``)."""
 
-    def get(self, session_id: str) -> dict[str, object] | None: ...
+    def get(self, session_id: str) -> SessionInfo | None: ...
 
     def viewed(self, session_id: str) -> set[str]: ...
 
     def record(self, session_id: str, *, query: str | None = None,
                viewed: Iterable[str] = ()) -> None: ...
 
-    def cite(self, session_id: str, ids: Iterable[str]) -> dict[str, object]: ...
+    def cite(self, session_id: str, ids: Iterable[str]) -> SessionInfo: ...
 
 
 @dataclass
@@ -48,7 +41,7 @@ class Session:
     cited_ids: list[str] = field(default_factory=list)
     last_queries: list[str] = field(default_factory=list)
 
-    def snapshot(self) -> dict[str, object]:
+    def snapshot(self) -> SessionInfo:
         return {"session_id": self.session_id, "viewed_ids": list(self.viewed_ids),
                 "cited_ids": list(self.cited_ids), "last_queries": list(self.last_queries)}
 
@@ -94,7 +87,7 @@ class SessionStore:
         self._sessions.move_to_end(session_id)
         return session
 
-    def get(self, session_id: str) -> dict[str, object] | None:
+    def get(self, session_id: str) -> SessionInfo | None:
         """The session's lists, or None when unknown or expired (does not refresh it)."""
         with self._lock:
             session = self._live(session_id, self.clock())
@@ -114,7 +107,7 @@ class SessionStore:
                 del session.last_queries[:-MAX_LAST_QUERIES]
             _add_unique(session.viewed_ids, viewed)
 
-    def cite(self, session_id: str, ids: Iterable[str]) -> dict[str, object]:
+    def cite(self, session_id: str, ids: Iterable[str]) -> SessionInfo:
         with self._lock:
             session = self._touch(session_id)
             _add_unique(session.cited_ids, ids)

@@ -1,5 +1,5 @@
 """Snippets: up to two sentences of a body, the ones that best match the query, cut to a
-length budget (seed 002 §2)."""
+length budget (contract §5)."""
 
 from __future__ import annotations
 

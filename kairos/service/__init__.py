@@ -1,6 +1,6 @@
 """Use cases: the one API every surface calls."""
 
+from ..domain.caller import Caller
 from .app import Kairos
-from .protocols import Caller
 
 __all__ = ["Caller", "Kairos"]

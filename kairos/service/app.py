@@ -1,272 +1,278 @@
-"""The one service every surface calls. Wiring happens here and only here."""
+"""The one service every surface calls (``Kairos``): each method takes its request model,
+validated once by the surface, and the caller, and answers a typed JSON body
+(``domain.responses``, ``domain.views``) that the surface sends as it is."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator
 
-from ..config import Settings, load_settings
-from ..domain import limits
-from ..domain import requests as rq
+from ..config import Settings
+from ..domain.caller import Caller
 from ..domain.errors import KairosError, StorageError
-from ..domain.requests import parse
-from ..search.embedders import make_embedder
+from ..domain.ports import Embedder
+from ..domain.requests import (
+    AbandonRun,
+    AbortRun,
+    Attest,
+    Begin,
+    Cite,
+    Delete,
+    Dump,
+    ForgetTriggers,
+    ListCategories,
+    ListEntries,
+    ListProtocols,
+    ListRuns,
+    Mint,
+    MintMany,
+    Next,
+    NonceRef,
+    ProtocolRef,
+    ReadEntries,
+    RunRef,
+    Search,
+    SearchEntries,
+    SessionRef,
+    ShortId,
+    Update,
+    UpdateEntry,
+    Validate,
+    WriteEntry,
+)
+from ..domain.responses import (
+    AttestResult,
+    CategoryList,
+    DeleteResult,
+    EntriesRead,
+    EntryWritten,
+    Explained,
+    ExportLine,
+    Health,
+    Imported,
+    MintResult,
+    ProtocolDump,
+    Reindexed,
+    SearchResult,
+    SessionInfo,
+    StepDump,
+    StepResult,
+    TriggerList,
+    UnifiedResult,
+    UpdateResult,
+    Validation,
+)
+from ..domain.views import (
+    EntryPage,
+    Home,
+    Metrics,
+    ProofLog,
+    ProtocolOverview,
+    ProtocolPage,
+    Quality,
+    RunDetail,
+    RunItem,
+    RunPage,
+    Verification,
+)
 from ..search.service import SearchService
 from ..store.db import Store
-from ..store.faults import fault_of
 from ..store.sessions import DbSessionStore
-from .browse import BrowseService
 from .entries import EntryService
 from .expiry import RunExpiry
 from .finding import ProtocolFinder
-from .listing import Listing
-from .ports import Embedder
-from .protocols import Caller, ProtocolService
+from .imports import import_lines
+from .minting import Minter
+from .parsing import Parser
+from .protocols import ProtocolService
+from .reads import ReadService, own_run
 from .runs import RunService
+from .transfer import export_records
 from .triggers import TriggerService
-
-Body = Mapping[str, Any]
-"""A request as plain JSON, validated into its model on the way in."""
-
-
-def _given(**values: Any) -> dict[str, Any]:
-    """Keyword arguments as a request body: an argument left at None takes the default."""
-    return {k: v for k, v in values.items() if v is not None}
 
 
 class Kairos:
-    def __init__(self, settings: Settings | None = None, *, store: Store | None = None,
-                 embedder: Embedder | None = None, background: bool = True) -> None:
-        self.settings = settings or load_settings()
-        limits.configure(self.settings)
-        if embedder is None:
-            embedder = make_embedder(self.settings.embedder,
-                                     base_url=self.settings.openai_base_url,
-                                     model=self.settings.openai_model,
-                                     api_key=self.settings.openai_api_key)
-        if store is None:
-            if not self.settings.database_url:
-                home = self.settings.home_path
-                try:
-                    home.mkdir(parents=True, exist_ok=True)
-                except OSError as exc:
-                    code = fault_of(exc)
-                    if code is None:
-                        raise
-                    raise StorageError(code, str(home), exc.strerror or "") from None
-            store = Store(self.settings.url)
+    """The service of one store. Built by ``wiring.open_service`` from the settings, which
+    it keeps (read once, at the edge)."""
+
+    def __init__(self, settings: Settings, store: Store, embedder: Embedder, *,
+                 background: bool = True) -> None:
+        self.settings = settings
+        self.limits = settings.limits
         self.store = store
         self.embedder = embedder
         self.search_engine = SearchService(
             store, embedder, DbSessionStore(store) if store.shared_sessions else None)
-        self.protocols = ProtocolService(store, self.search_engine)
-        self.runs = RunService(store, self.protocols)
+        self.protocols = ProtocolService(store, self.search_engine, Parser(self.limits))
+        self.minter = Minter(store, self.search_engine, self.protocols)
+        self.runs = RunService(store, self.protocols, self.limits)
         self.finder = ProtocolFinder(store, self.search_engine,
-                                     float(self.settings.search_threshold))
+                                     float(settings.search_threshold))
         self.trigger_service = TriggerService(store, self.protocols, self.search_engine)
         self.entries = EntryService(store, self.search_engine)
-        self.listing = Listing(store, self.runs)
-        self.browse = BrowseService(store, self.protocols, self.search_engine)
-        self.expiry = RunExpiry(store, int(self.settings.run_idle_minutes))
-        self.protocols.install_builtins()
+        self.expiry = RunExpiry(store, int(settings.run_idle_minutes))
+        self.reads = ReadService(store, self.protocols, run_idle_minutes=self.expiry.minutes,
+                                 home=None if settings.database_url else str(settings.home_path))
+        self.minter.install_builtins()
         if background:
             self.search_engine.start_background()
             self.expiry.start()
 
-    # search
-    def search(self, query: Any, caller: Caller = Caller(), *,
-               limit: Any = None, notice: bool = False) -> dict[str, Any]:
+    # --- finding protocols (contract §3) ---------------------------------------------------
+
+    def search(self, request: Search, caller: Caller, *, notice: bool = False
+               ) -> SearchResult:
         """kairos_search: matching protocols, then the refine and create choices; with
         ``notice``, plus ``degraded`` and the provider when text alone served it."""
-        req = parse(rq.Search, _given(query=query, limit=limit))
-        return self.finder.kairos_search(req, caller, notice=notice)
+        return self.finder.kairos_search(request, caller, notice=notice)
 
-    def explain_search(self, query: Any, caller: Caller = Caller(), *,
-                       limit: Any = None) -> dict[str, Any]:
+    def explain_search(self, request: Search, caller: Caller) -> Explained:
         """kairos_search's best candidates, each with its evidence and why it is or is not
         a match."""
-        return self.finder.explain(parse(rq.Search, _given(query=query, limit=limit)), caller)
+        return self.finder.explain(request, caller)
 
-    def triggers(self, uri: Any, caller: Caller = Caller()) -> dict[str, Any]:
+    def triggers(self, request: ProtocolRef, caller: Caller) -> TriggerList:
         """A protocol's author triggers and learned triggers."""
-        return self.trigger_service.triggers(parse(rq.Dump, _given(uri=uri)).uri, caller)
+        return self.trigger_service.triggers(request.uri, caller)
 
-    def forget_triggers(self, uri: Any, trigger_ids: Any = None,
-                        caller: Caller = Caller()) -> dict[str, Any]:
-        """Remove learned triggers of a protocol (all of them without ``trigger_ids``)."""
-        return self.trigger_service.forget(parse(rq.Dump, _given(uri=uri)).uri, trigger_ids,
-                                           caller)
+    def forget_triggers(self, request: ForgetTriggers, caller: Caller) -> TriggerList:
+        """Remove learned triggers of a protocol (every one without ``trigger_ids``)."""
+        return self.trigger_service.forget(request.uri, request.trigger_ids, caller)
 
-    # protocols
-    def mint(self, markdown_doc: Any, caller: Caller = Caller(), *,
-             llm_model_id: str | None = None, force_update: bool = False) -> dict[str, Any]:
-        req = parse(rq.Mint, _given(markdown_doc=markdown_doc, llm_model_id=llm_model_id,
-                                    force_update=force_update))
-        return self.protocols.mint(req, caller)
+    # --- protocols (contract §2) -----------------------------------------------------------
 
-    def mint_many(self, docs: Sequence[str], caller: Caller = Caller(), *,
-                  force_update: bool = False) -> list[dict[str, Any] | KairosError]:
-        return self.protocols.mint_many(docs, caller, force_update=bool(force_update))
+    def mint(self, request: Mint, caller: Caller) -> MintResult:
+        return self.minter.mint(request, caller)
 
-    def update(self, uris: Any, caller: Caller = Caller(), *, markdown_doc: Any = None,
-               updates: Any = None) -> dict[str, Any]:
-        req = parse(rq.Update, _given(uris=uris, markdown_doc=markdown_doc, updates=updates))
-        return self.protocols.update(req, caller)
+    def mint_many(self, request: MintMany, caller: Caller) -> list[MintResult | KairosError]:
+        """Mint documents one by one (an error stops only its own document), their vectors
+        from one pass of the model."""
+        return self.minter.mint_many(request.markdown_docs, caller,
+                                     force_update=request.force_update)
 
-    def delete(self, uris: Any, caller: Caller = Caller(), *,
-               protocol: bool = False) -> dict[str, Any]:
-        return self.protocols.delete(parse(rq.Delete, _given(uris=uris, protocol=protocol)),
-                                     caller)
+    def validate_markdown(self, request: Validate, caller: Caller) -> Validation:
+        """Parse as a mint would and store nothing."""
+        return self.minter.validate(request.markdown_doc, caller)
 
-    def dump(self, uri: Any, caller: Caller = Caller(), *,
-             protocol: bool = False) -> dict[str, Any]:
-        req = parse(rq.Dump, _given(uri=uri, protocol=protocol))
-        return self.protocols.dump(req.uri, caller, protocol=req.protocol)
+    def update(self, request: Update, caller: Caller) -> UpdateResult:
+        return self.protocols.update(request, caller)
 
-    # execution
-    def begin(self, uri: Any, caller: Caller = Caller()) -> dict[str, Any]:
-        return self.runs.begin(parse(rq.Begin, _given(uri=uri)).uri, caller)
+    def delete(self, request: Delete, caller: Caller) -> DeleteResult:
+        return self.protocols.delete(request, caller)
 
-    def next(self, uri: Any, solution: Any, caller: Caller = Caller()) -> dict[str, Any]:
-        req = parse(rq.Next, _given(uri=uri) | {"solution": solution})
-        return self.runs.next(req.uri, req.solution, caller)
+    def dump(self, request: Dump, caller: Caller) -> StepDump | ProtocolDump:
+        return self.protocols.dump(request.uri, caller, protocol=request.protocol)
 
-    def attest(self, uri: Any, outcome: Any, message: Any, caller: Caller = Caller(), *,
-               quality_bonus: Any = 0.0, llm_model_id: Any = None,
-               solution: Any = None) -> dict[str, Any]:
-        req = parse(rq.Attest, _given(uri=uri, outcome=outcome, message=message,
-                                      quality_bonus=quality_bonus, llm_model_id=llm_model_id,
-                                      solution=solution))
-        return self.runs.attest(req.uri, req.outcome, req.message, caller,
-                                quality_bonus=req.quality_bonus,
-                                llm_model_id=req.llm_model_id, solution=req.solution)
+    # --- running protocols (contract §4) ---------------------------------------------------
 
-    def verify_run(self, run_id: Any, caller: Caller = Caller()) -> dict[str, Any]:
-        return self.runs.verify(run_id, caller)
+    def begin(self, request: Begin, caller: Caller) -> StepResult:
+        return self.runs.begin(request.uri, caller)
 
-    def proof_log(self, run_id: Any, caller: Caller = Caller()) -> dict[str, Any]:
-        return self.runs.proof_log(run_id, caller)
+    def next(self, request: Next, caller: Caller) -> StepResult:
+        return self.runs.next(request.uri, request.solution, caller)
 
-    def run_history(self, caller: Caller = Caller(), limit: int = 20) -> list[dict[str, Any]]:
-        return self.runs.history(caller, limit)
+    def attest(self, request: Attest, caller: Caller) -> AttestResult | StepResult:
+        return self.runs.attest(request, caller)
 
-    def list_protocols(self, caller: Caller = Caller(), **filters: Any) -> dict[str, Any]:
-        return self.listing.protocols(caller, **filters)
+    def abort_run(self, request: AbortRun, caller: Caller) -> AttestResult:
+        """Finish an active or completed run as failed at the step it waits on, as an
+        attest of that step with outcome failure would."""
+        reason = (request.message or "").strip() or "Aborted."
+        done = self.runs.abort(request.run_id, caller, reason)
+        return {**done, "status": "finished", "aborted": True, "next_action": "Run aborted."}
 
-    def list_runs(self, caller: Caller = Caller(), **filters: Any) -> dict[str, Any]:
-        return self.listing.runs_list(caller, **filters)
-
-    def run_of_nonce(self, nonce: Any, caller: Caller = Caller()) -> dict[str, Any]:
-        return self.listing.run_of_nonce(nonce, caller)
-
-    def abort_run(self, run_id: Any, caller: Caller = Caller(), message: Any = None
-                  ) -> dict[str, Any]:
-        return self.listing.abort(run_id, caller, message)
+    def abandon_run(self, request: AbandonRun, caller: Caller) -> bool:
+        """Record one of the caller's active runs as abandoned now: nobody is left to
+        answer it (a terminal whose input ended)."""
+        with self.store.read() as repo:
+            own_run(repo, request.run_id, caller)
+        return self.expiry.abandon(request.run_id, request.reason)
 
     def expire_runs(self) -> int:
         """Record the runs idle past ``run_idle_minutes`` as abandoned (``expiry``)."""
         return self.expiry.sweep()
 
-    def abandon_run(self, run_id: Any, reason: str, caller: Caller = Caller()) -> bool:
-        """Record one of the caller's active runs as abandoned now: nobody is left to
-        answer it (a terminal whose input ended)."""
-        self.listing.own_run(run_id, caller)
-        return self.expiry.abandon(run_id, reason)
+    # --- reads: pages and views (``reads``) ------------------------------------------------
 
-    def expand_id(self, text: Any, kind: str, caller: Caller = Caller()) -> Any:
+    def list_protocols(self, request: ListProtocols, caller: Caller) -> ProtocolPage:
+        return self.reads.protocols_page(request, caller)
+
+    def protocol_overview(self, request: ProtocolRef, caller: Caller) -> ProtocolOverview:
+        return self.reads.protocol_overview(request.uri, caller)
+
+    def protocol_quality(self, request: ProtocolRef, caller: Caller) -> Quality:
+        return self.reads.quality(request.uri, caller)
+
+    def metrics(self, request: ProtocolRef, caller: Caller) -> Metrics:
+        return self.reads.metrics(request.uri, caller)
+
+    def list_runs(self, request: ListRuns, caller: Caller) -> RunPage:
+        return self.reads.runs_page(request, caller)
+
+    def run_detail(self, request: RunRef, caller: Caller) -> RunDetail:
+        return self.reads.run(request.run_id, caller)
+
+    def verify_run(self, request: RunRef, caller: Caller) -> Verification:
+        return self.reads.verify(request.run_id, caller)
+
+    def proof_log(self, request: RunRef, caller: Caller) -> ProofLog:
+        return self.reads.proof_log(request.run_id, caller)
+
+    def run_of_nonce(self, request: NonceRef, caller: Caller) -> RunItem:
+        return self.reads.run_of_nonce(request.nonce, caller)
+
+    def list_entries(self, request: ListEntries, caller: Caller) -> EntryPage:
+        return self.reads.entries_page(request, caller)
+
+    def home(self, caller: Caller) -> Home:
+        """What a person sees first: the newest protocols and runs, and the store."""
+        return self.reads.home(caller, self.store.dialect)
+
+    def expand_id(self, request: ShortId, caller: Caller) -> str:
         """A step URI or run id from the short id a table shows (its first characters);
         anything else is returned as given."""
-        return self.listing.expand_id(text, kind, caller)
+        return self.reads.expand_id(request, caller)
 
-    def metrics(self, uri: Any, caller: Caller = Caller()) -> dict[str, Any]:
-        """Quality metrics of the protocol that ``uri`` belongs to, as run in the caller's
-        space (a built-in protocol's are kept per space)."""
-        with self.store.read() as repo:
-            _, proto, rows = self.protocols.resolve(repo, uri, caller)
-            m = repo.protocol_metrics(proto["id"], caller.space)
-            per_step = repo.step_metrics_of(proto["id"], caller.space)
-        base: dict[str, Any] = {"runs": 0, "successes": 0, "failures": 0, "quality_bonus": 0.0,
-                "last_outcome": None, "last_run_at": None, "per_model": {}}
-        if m is not None:
-            base.update({k: m[k] for k in base})
-        base["steps"] = [
-            {"uri": f"kairos://mem/{r['id']}", "label": r["label"],
-             **{k: (per_step[r["id"]][k] if r["id"] in per_step else 0)
-                for k in ("accepted", "refused", "failures")}}
-            for r in rows
-        ]
-        return base
+    # --- knowledge entries and the unified search (contract §5) ----------------------------
 
-    # entries and the unified search (seed 002)
-    def search_entries(self, request: rq.SearchEntries | Body, caller: Caller = Caller(), *,
-                       session_id: str | None = None) -> dict[str, Any]:
-        return self.entries.search_entries(parse(rq.SearchEntries, request), caller,
-                                           session_id=session_id)
+    def search_entries(self, request: SearchEntries, caller: Caller, *,
+                       session_id: str | None = None) -> UnifiedResult:
+        """``session_id``: the conversation's, from a header; it wins over the request's."""
+        return self.entries.search_entries(request, caller, session_id=session_id)
 
-    def read_entries(self, request: rq.ReadEntries | Body, caller: Caller = Caller(), *,
-                     session_id: str | None = None) -> dict[str, Any]:
-        return self.entries.read_entries(parse(rq.ReadEntries, request), caller,
-                                         session_id=session_id)
+    def read_entries(self, request: ReadEntries, caller: Caller, *,
+                     session_id: str | None = None) -> EntriesRead:
+        return self.entries.read_entries(request, caller, session_id=session_id)
 
-    def write_entry(self, request: rq.WriteEntry | Body,
-                    caller: Caller = Caller()) -> dict[str, Any]:
-        return self.entries.write_entry(parse(rq.WriteEntry, request), caller)
+    def write_entry(self, request: WriteEntry, caller: Caller) -> EntryWritten:
+        return self.entries.write_entry(request, caller)
 
-    def update_entry(self, request: rq.UpdateEntry | Body,
-                     caller: Caller = Caller()) -> dict[str, Any]:
-        return self.entries.update_entry(parse(rq.UpdateEntry, request), caller)
+    def update_entry(self, request: UpdateEntry, caller: Caller) -> EntryWritten:
+        return self.entries.update_entry(request, caller)
 
-    def list_categories(self, caller: Caller = Caller()) -> dict[str, Any]:
+    def list_categories(self, request: ListCategories, caller: Caller) -> CategoryList:
         return self.entries.list_categories(caller)
 
-    def session_info(self, session_id: Any, caller: Caller = Caller()) -> dict[str, Any]:
-        return self.entries.session_info(session_id, caller)
+    def session_info(self, request: SessionRef, caller: Caller) -> SessionInfo:
+        return self.entries.session_info(request.session_id, caller)
 
-    def cite(self, session_id: Any, ids: Any, caller: Caller = Caller()) -> dict[str, Any]:
-        return self.entries.cite(parse(rq.Cite, {"session_id": session_id, "ids": ids}), caller)
+    def cite(self, request: Cite, caller: Caller) -> SessionInfo:
+        return self.entries.cite(request, caller)
 
-    # browsing (people and UIs): listings, overviews, one run, validation
-    def browse_protocols(self, caller: Caller = Caller(), *, limit: Any = 20, offset: Any = 0,
-                         q: Any = None, sort: Any = "updated") -> dict[str, Any]:
-        return self.browse.list_protocols(caller, limit=limit, offset=offset, q_text=q,
-                                          sort=sort)
+    # --- a space's records in and out, the index, health -----------------------------------
 
-    def protocol_overview(self, uri: Any, caller: Caller = Caller()) -> dict[str, Any]:
-        return self.browse.protocol_overview(uri, caller)
+    def export_records(self, caller: Caller) -> Iterator[ExportLine]:
+        """Every record of the caller's space, one JSON object per line of an export."""
+        return export_records(self.store, caller)
 
-    def protocol_quality(self, uri: Any, caller: Caller = Caller()) -> dict[str, Any]:
-        return self.browse.quality(uri, caller)
+    def import_records(self, lines: Iterable[bytes | str], caller: Caller) -> Imported:
+        """An export read into the caller's space as untrusted input: whole or not at all."""
+        return import_lines(self, lines, caller)
 
-    def validate_markdown(self, markdown_doc: Any, caller: Caller = Caller()) -> dict[str, Any]:
-        return self.browse.validate(markdown_doc, caller)
-
-    def browse_runs(self, caller: Caller = Caller(), *, limit: Any = 20, offset: Any = 0,
-                    protocol: Any = None, status: Any = None) -> dict[str, Any]:
-        return self.browse.list_runs(caller, limit=limit, offset=offset, protocol_uri=protocol,
-                                     status=status)
-
-    def run_detail(self, run_id: Any, caller: Caller = Caller()) -> dict[str, Any]:
-        return self.browse.run(run_id, caller)
-
-    def home(self, caller: Caller = Caller()) -> dict[str, Any]:
-        """What a person sees first: the newest protocols and runs, and the store."""
-        store: dict[str, Any] = {"backend": self.store.dialect, "home": None}
-        if not self.settings.database_url:
-            store["home"] = str(self.settings.home_path)
-        return {**self.browse.home(caller), "space": caller.space, "store": store,
-                "run_idle_minutes": self.expiry.minutes}
-
-    def browse_entries(self, caller: Caller = Caller(), *, kind: Any = "experience",
-                       category: Any = None, limit: Any = 20, offset: Any = 0
-                       ) -> dict[str, Any]:
-        return self.browse.list_entries(caller, kind=kind, category=category, limit=limit,
-                                        offset=offset)
-
-    def reindex(self, progress: Any = None) -> dict[str, Any]:
+    def reindex(self, progress: Callable[[int, int], None] | None = None) -> Reindexed:
         """Re-embed every document with the current model."""
         return self.search_engine.backfill(progress=progress, force=True)
 
-    def health(self) -> dict[str, Any]:
+    def health(self) -> Health:
         """``healthy`` while the store serves reads and writes; ``unhealthy`` with the
         store's ``fault`` (STORAGE_FULL, STORAGE_READ_ONLY, DATABASE_UNAVAILABLE) when it
         does not. A model still loading or a provider that is down only shows here."""
@@ -279,9 +285,8 @@ class Kairos:
         return {
             "status": "healthy" if store["ok"] else "unhealthy",
             "store": store,
-            "embedder": {"provider": getattr(embedder, "name", "none"),
-                         "state": getattr(embedder, "state", "ready"),
-                         "model_id": getattr(embedder, "model_id", None)},
+            "embedder": {"provider": embedder.name, "state": embedder.state,
+                         "model_id": embedder.model_id},
             "index": index,
         }
 
@@ -292,3 +297,5 @@ class Kairos:
         self.protocols.parser.close()
         self.store.close()
 
+
+__all__ = ["Kairos"]

@@ -9,8 +9,8 @@ said the protocol failed (a step may simply take long, or a page was left open),
 protocol's success rate and its search ranking do not move; its runs counter, which
 counts runs started, keeps it.
 
-Only ``active`` runs expire. A ``completed`` run has shown its last step, and the seeds
-make that a finished run (attesting it is optional), so it keeps its recorded outcome.
+Only ``active`` runs expire. A ``completed`` run has shown its last step, and contract §4
+makes that a finished run (attesting it is optional), so it keeps its recorded outcome.
 
 Every serving process sweeps once a minute (``start``); ``kairos runs`` sweeps before it
 lists. Sweeps are safe with any number of processes and replicas: each run is closed by
@@ -27,7 +27,7 @@ from typing import Any
 
 from ..domain import engine
 from ..domain.errors import ValidationError
-from ..store import expiry as q
+from ..store import expiry as expiry_queries
 from ..store.db import Store
 from .clock import now
 
@@ -58,11 +58,11 @@ class RunExpiry:
         moment = at or datetime.now(UTC)
         cutoff = _stamp(moment - timedelta(minutes=self.minutes))
         with self.store.write() as repo:
-            if not q.try_sweep_lock(repo):
+            if not expiry_queries.try_sweep_lock(repo):
                 return 0
-            return q.abandon(repo, status=engine.ABANDONED, active=engine.ACTIVE,
-                             stamp=_stamp(moment), message=idle_message(self.minutes),
-                             idle_before=cutoff)
+            return expiry_queries.abandon(
+                repo, status=engine.ABANDONED, active=engine.ACTIVE, stamp=_stamp(moment),
+                message=idle_message(self.minutes), idle_before=cutoff)
 
     def abandon(self, run_id: Any, reason: str) -> bool:
         """Record one active run as abandoned now (nobody is left to answer it); False
@@ -70,8 +70,9 @@ class RunExpiry:
         if not isinstance(run_id, str) or not run_id:
             raise ValidationError("run_id", "a run id string")
         with self.store.write() as repo:
-            return q.abandon(repo, status=engine.ABANDONED, active=engine.ACTIVE,
-                             stamp=now(), message=reason, run_id=run_id) == 1
+            return expiry_queries.abandon(
+                repo, status=engine.ABANDONED, active=engine.ACTIVE, stamp=now(),
+                message=reason, run_id=run_id) == 1
 
     def start(self, every: float = SWEEP_EVERY) -> None:
         """Sweep now and then every ``every`` seconds until ``stop``."""

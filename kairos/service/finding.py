@@ -1,17 +1,16 @@
-"""kairos_search (seed 000) over protocols."""
+"""kairos_search over protocols (contract §3)."""
 
 from __future__ import annotations
 
-from typing import Any
-
-from ..domain import requests as rq
+from ..domain.caller import Caller
 from ..domain.limits import SEARCH_DEFAULT
+from ..domain.requests import Search
+from ..domain.responses import Explained, SearchResult
 from ..domain.search_response import Match, search_response
 from ..domain.uris import to_uri
 from ..search.explain import explain
 from ..search.service import SearchService
 from ..store.db import Store
-from .protocols import Caller
 
 
 class ProtocolFinder:
@@ -20,8 +19,8 @@ class ProtocolFinder:
         self.search = search
         self.threshold = threshold
 
-    def kairos_search(self, req: rq.Search, caller: Caller, *,
-                      notice: bool = False) -> dict[str, Any]:
+    def kairos_search(self, req: Search, caller: Caller, *,
+                      notice: bool = False) -> SearchResult:
         text = req.query.strip()
         top_n = req.limit or SEARCH_DEFAULT
         ranked = self.search.rank(text, space=caller.space, kinds=("protocol",), boosts=True)
@@ -34,13 +33,16 @@ class ProtocolFinder:
                    if (p := found.get(hit.entity_id)) is not None and not p["builtin"]]
         response = search_response(matches)
         if notice and ranked.degraded:
-            # Seed 000 has no place for the provider: on request (the MCP tool, the command
-            # line), the unified search's fields (seed 002) say that text alone served it.
-            response |= {"degraded": True, "search_mode": ranked.mode,
-                         "provider": self.search.provider, "provider_hint": ranked.hint}
+            # The response has no place for the provider: on request (the MCP tool, the
+            # command line), the unified search's fields (contract §5) say that text
+            # alone served it.
+            response["degraded"] = True
+            response["search_mode"] = ranked.mode
+            response["provider"] = self.search.provider
+            response["provider_hint"] = ranked.hint
         return response
 
-    def explain(self, req: rq.Search, caller: Caller) -> dict[str, Any]:
+    def explain(self, req: Search, caller: Caller) -> Explained:
         """kairos_search's candidates with their evidence, and why each is or is not a
         match (``search.explain``)."""
         text = req.query.strip()

@@ -11,10 +11,11 @@ from sqlalchemy import insert, select
 
 from ..domain import engine, markdown
 from ..domain.errors import CONFLICT, DUPLICATE_CHAIN, ConflictError
-from ..search.documents import DocSpec, entry_doc, entry_table, protocol_doc
-from ..store import schema as t
+from ..domain.markdown import title_key
+from ..search.documents import DocSpec, entry_doc, protocol_doc
+from ..store import schema
+from ..store.schema import entry_table
 from .import_rows import Row
-from .protocols import title_key
 
 if TYPE_CHECKING:
     from ..store.repo import Repo
@@ -64,11 +65,11 @@ class Plan:
                  space: str) -> None:
         self.space, self.checked, self.drafts = space, checked, drafts
         protos = {v["id"]: (row, v) for row, v in checked["protocols"]}
-        self.protocols = _Places(repo, t.protocols, protos, space)
+        self.protocols = _Places(repo, schema.protocols, protos, space)
         self._titles(repo, protos)
         self.step_ids = self._step_ids(repo)
         builtin = [r[0] for r in repo.conn.execute(
-            select(t.protocols.c.id).where(t.protocols.c.builtin.is_(True)))]
+            select(schema.protocols.c.id).where(schema.protocols.c.builtin.is_(True)))]
         steps_of = {pid: [s["id"] for s in repo.steps_of(pid)] for pid in builtin}
         for _, v in checked["steps"]:
             steps_of.setdefault(v["protocol_id"], []).append(v["id"])
@@ -83,8 +84,8 @@ class Plan:
             if run["failed_step_id"] not in (None, *known):
                 raise row.refuse("failed_step_id", "a step of its protocol, or null",
                                  run["failed_step_id"])
-        self.runs = _Places(repo, t.runs, (v["id"] for _, v in checked["runs"]), space)
-        self.learned = _Places(repo, t.learned_triggers,
+        self.runs = _Places(repo, schema.runs, (v["id"] for _, v in checked["runs"]), space)
+        self.learned = _Places(repo, schema.learned_triggers,
                                (v["id"] for _, v in checked["learned_triggers"]), space)
         self.entries = {table: _Places(repo, entry_table(kind),
                                        (v["id"] for _, v in checked[table]), space)
@@ -115,7 +116,7 @@ class Plan:
         """A step's id in the space: as its protocol's when that is kept; for a new
         protocol, its own unless the store holds it (in any protocol), then moved."""
         ids = {v["id"]: v["protocol_id"] for _, v in self.checked["steps"]}
-        held = _spaces(repo, t.steps, ids)
+        held = _spaces(repo, schema.steps, ids)
         out = {}
         for i, pid in ids.items():
             if pid in self.protocols.kept:
@@ -124,7 +125,7 @@ class Plan:
                 out[i] = moved(self.space, i) if i in held else i
         fresh = [out[i] for i, pid in ids.items() if pid not in self.protocols.kept
                  and out[i] != i]
-        if _spaces(repo, t.steps, fresh):
+        if _spaces(repo, schema.steps, fresh):
             raise ConflictError(CONFLICT, "A step id cannot be given a free id in space "
                                 f"'{self.space}'; nothing was imported.", field="steps.id")
         return out
@@ -210,7 +211,7 @@ class Plan:
         for table in ("categories", "protocols", "steps", "runs", "proofs", "attestations",
                       "learned_triggers", *_ENTRIES):
             if rows[table]:
-                conn.execute(insert(t.metadata.tables[table]), rows[table])
+                conn.execute(insert(schema.metadata.tables[table]), rows[table])
         for proto in rows["protocols"]:
             repo.create_metrics(proto["id"], space, [s["id"] for s in rows["steps"]
                                                      if s["protocol_id"] == proto["id"]])

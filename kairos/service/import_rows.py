@@ -17,6 +17,7 @@ from typing import Any
 from ..domain import challenge as ch
 from ..domain import doctext, engine, limits
 from ..domain.errors import KairosError, MarkdownError, ValidationError
+from ..domain.limits import Limits
 from ..domain.proof import HASH_RE, RECORD_KEYS
 from ..domain.requests import UUID_PATTERN
 from ..domain.triggers import clean_triggers
@@ -44,10 +45,11 @@ def refused(line: int, field: str, expected: str, message: str) -> ValidationErr
 
 
 class Row:
-    """One exported record: its table, its line in the file and its columns."""
+    """One exported record: its table, its line in the file and its columns, checked
+    within ``limits`` (those of a live write)."""
 
-    def __init__(self, table: str, line: int, values: dict[str, Any]) -> None:
-        self.table, self.line, self.values = table, line, values
+    def __init__(self, table: str, line: int, values: dict[str, Any], limits: Limits) -> None:
+        self.table, self.line, self.values, self.limits = table, line, values, limits
 
     def refuse(self, column: str, expected: str, got: Any = _MISSING) -> ValidationError:
         what = "is missing" if got is _MISSING else f"is {_shown(got)}"
@@ -145,7 +147,7 @@ def check_protocol(row: Row) -> dict[str, Any]:
     if row.values.get("source_hash") is not None:
         raise row.refuse("source_hash", "null (a hash only built-in protocols have)",
                          row.values["source_hash"])
-    lim = limits.current()
+    lim = row.limits
     return {"id": row.id(), "title": row.text("title", lim.title_chars, blank=False),
             "intro": row.text("intro", lim.document_bytes),
             "tags": row.get("tags", "a list of strings", lambda v: isinstance(v, list)
@@ -173,7 +175,7 @@ def check_learned_trigger(row: Row) -> dict[str, Any]:
 
 
 def check_step(row: Row) -> dict[str, Any]:
-    lim = limits.current()
+    lim = row.limits
     return {"id": row.id(), "protocol_id": row.id("protocol_id"),
             "position": row.integer("position", 0, lim.steps - 1),
             "label": row.text("label", lim.label_chars, blank=False),
@@ -184,7 +186,7 @@ def check_step(row: Row) -> dict[str, Any]:
 
 
 def check_run(row: Row) -> dict[str, Any]:
-    lim = limits.current()
+    lim = row.limits
     return {"id": row.id(), "protocol_id": row.id("protocol_id"),
             "caller": row.text("caller", CALLER_CHARS, blank=False),
             "status": row.one_of("status", engine.RUN_STATUSES),
@@ -208,7 +210,7 @@ def check_proof(row: Row) -> dict[str, Any]:
                      lambda v: isinstance(v, dict) and all(k in v for k in RECORD_KEYS))
     values = {"run_id": row.id("run_id"), "seq": row.integer("seq", 0, 1_000_000),
               "step_uri": row.uri("step_uri"),
-              "step_index": row.integer("step_index", 0, limits.current().steps),
+              "step_index": row.integer("step_index", 0, row.limits.steps),
               "record": record, "previous_hash": row.hash("previous_hash"),
               "proof_hash": row.hash("proof_hash"), "created_at": row.stamp("created_at")}
     for column in ("run_id", "step_uri", "step_index", "previous_hash"):
@@ -221,7 +223,7 @@ def check_proof(row: Row) -> dict[str, Any]:
 def check_attestation(row: Row) -> dict[str, Any]:
     return {"run_id": row.id("run_id"), "protocol_id": row.id("protocol_id"),
             "step_uri": row.uri("step_uri"), "outcome": row.one_of("outcome", OUTCOMES),
-            "message": row.text("message", limits.current().message_chars),
+            "message": row.text("message", row.limits.message_chars),
             "quality_bonus": row.number("quality_bonus", -1, 1),
             "llm_model_id": row.text("llm_model_id", limits.MODEL_ID_CHARS, nullable=True),
             "proven": row.flag("proven"), "created_at": row.stamp("created_at")}

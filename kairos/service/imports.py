@@ -31,14 +31,16 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy.exc import DBAPIError
 
 from ..domain import limits, markdown
+from ..domain.caller import Caller
 from ..domain.errors import CONFLICT, ConflictError, KairosError, ValidationError
+from ..domain.limits import Limits
 from ..domain.proof import verify_chain
+from ..domain.responses import Imported
 from ..domain.texts import GENESIS_HASH
 from . import import_rows as rows_
 from .entries import validated_entry
 from .import_plan import Checked, Plan
 from .import_rows import Row, refused
-from .protocols import Caller
 from .transfer import FORMAT, NOT_EXPORTED, VERSION, tables
 
 if TYPE_CHECKING:
@@ -53,11 +55,11 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
 
 
-def _read(lines: Iterable[bytes | str]) -> tuple[dict[str, Any], dict[str, list[Row]],
-                                                  Counter[str]]:
+def _read(lines: Iterable[bytes | str], lim: Limits
+          ) -> tuple[dict[str, Any], dict[str, list[Row]], Counter[str]]:
     """The header and the rows of a JSON Lines export; a line that is not a JSON object
-    within a request's limits refuses the file."""
-    longest = 2 * limits.current().body_bytes  # a row holds at most what one request wrote
+    within a request's limits (``lim``) refuses the file."""
+    longest = 2 * lim.body_bytes  # a row holds at most what one request wrote
     known = {table.name: table for table in tables()}
     header: dict[str, Any] | None = None
     found: dict[str, list[Row]] = defaultdict(list)
@@ -74,9 +76,9 @@ def _read(lines: Iterable[bytes | str]) -> tuple[dict[str, Any], dict[str, list[
         if not text.strip():
             continue
         try:
-            limits.check_json_text(text, "file")
+            limits.check_json_text(text, "file", lim.json_depth)
             record = json.loads(text, parse_constant=_no_constant)
-            limits.check_value(record)
+            limits.check_value(record, lim.json_depth)
         except ValidationError as exc:
             raise refused(n, exc.field or "file", exc.expected or "valid JSON",
                           exc.message.rstrip(".")) from None
@@ -100,7 +102,7 @@ def _read(lines: Iterable[bytes | str]) -> tuple[dict[str, Any], dict[str, list[
         if extra:
             raise refused(n, f"{name}.{extra[0]}", f"a column of {name}",
                           f"{name} has no column {extra[0]!r}")
-        found[name].append(Row(name, n, values))
+        found[name].append(Row(name, n, values, lim))
     if header is None:
         raise refused(1, "header", f'a first line {{"format": "{FORMAT}", ...}}',
                       "the file is empty")
@@ -274,12 +276,11 @@ def _chains(checked: Checked) -> None:
                                  if proofs else f"the genesis hash {GENESIS_HASH}", run["head"])
 
 
-def import_lines(kairos: Kairos, lines: Iterable[bytes | str], caller: Caller
-                 ) -> dict[str, Any]:
+def import_lines(kairos: Kairos, lines: Iterable[bytes | str], caller: Caller) -> Imported:
     """Import the JSON Lines export ``lines`` into ``caller.space``: all of it, or nothing
     and a ValidationError naming the line and the field."""
     space = caller.space
-    header, found, ignored = _read(lines)
+    header, found, ignored = _read(lines, kairos.limits)
     with kairos.store.read() as repo:
         categories = {r["code"] for r in repo.categories(space)}
     checked, drafts = _check(found, categories, kairos.protocols.parse)

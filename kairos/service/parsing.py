@@ -18,8 +18,9 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import TypeVar
 
-from ..domain import limits, markdown, problems
+from ..domain import markdown, problems
 from ..domain.errors import INVALID_INPUT, MarkdownError
+from ..domain.limits import Limits
 
 __all__ = ["INLINE_CHARS", "Parser"]
 
@@ -31,29 +32,30 @@ most, whatever they hold); longer ones in the worker process."""
 
 
 class Parser:
-    """``markdown.parse`` for the service. ``processes=False`` parses everything in the
-    calling thread (a one-shot command line has no other requests to protect)."""
+    """``markdown.parse`` for the service, under the limits ``limits``. ``processes=False``
+    parses everything in the calling thread (a one-shot command line has no other requests
+    to protect)."""
 
-    def __init__(self, *, processes: bool = True) -> None:
+    def __init__(self, limits: Limits, *, processes: bool = True) -> None:
+        self.limits = limits
         self.processes = processes
         self._pool: ProcessPoolExecutor | None = None
         self._lock = threading.Lock()
 
     def parse(self, doc: str) -> list[markdown.ProtocolDraft]:
         """``markdown.parse``: the drafts, or the first problem raised."""
-        return self._run(doc, markdown.parse, markdown.parse_within)
+        return self._run(doc, markdown.parse)
 
     def problems(self, doc: str) -> tuple[list[markdown.ProtocolDraft], list[MarkdownError]]:
         """``problems.parse_all``: the drafts, or every problem (an editor's view)."""
-        return self._run(doc, problems.parse_all, problems.parse_all_within)
+        return self._run(doc, problems.parse_all)
 
-    def _run(self, doc: str, inline: Callable[[str], T],
-             within: Callable[[str, limits.Limits], T]) -> T:
+    def _run(self, doc: str, parse: Callable[[str, Limits], T]) -> T:
         if not self.processes or len(doc) < INLINE_CHARS:
-            return inline(doc)
-        markdown.check_text(doc)
+            return parse(doc, self.limits)
+        markdown.check_text(doc, self.limits)
         try:
-            return self._executor().submit(within, doc, limits.current()).result()
+            return self._executor().submit(parse, doc, self.limits).result()
         except BrokenProcessPool:
             with self._lock:
                 self._pool = None  # the next parse starts a new worker

@@ -14,15 +14,19 @@ from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from ..domain import engine, errors, limits
+from ..domain.caller import Caller
 from ..domain.engine import RunState
 from ..domain.errors import ConflictError, KairosError, NotFoundError, ValidationError
-from ..domain.proof import verify_chain
+from ..domain.limits import Limits
+from ..domain.requests import Attest
+from ..domain.responses import AttestResult, Outcome, StepResult
 from ..domain.uris import new_id, to_uri
 from ..store.counts import Counts
 from ..store.db import Store
-from ..store.repo import Repo, Row
+from ..store.repo import Repo
 from .clock import new_nonce, now
-from .protocols import Caller, ProtocolService, RunContext, RunSteps
+from .protocols import ProtocolService, RunContext, RunSteps
+from .reads import own_run
 
 _SWAP_ATTEMPTS = 5
 _COUNTERS = {"success": "successes", "failure": "failures"}
@@ -85,13 +89,14 @@ def _state_values(state: RunState, stamp: str) -> dict[str, Any]:
 
 
 class RunService:
-    def __init__(self, store: Store, protocols: ProtocolService) -> None:
+    def __init__(self, store: Store, protocols: ProtocolService, limits: Limits) -> None:
         self.store = store
         self.protocols = protocols
+        self.limits = limits
 
     # --- begin -----------------------------------------------------------------------------
 
-    def begin(self, uri: Any, caller: Caller) -> dict[str, Any]:
+    def begin(self, uri: str, caller: Caller) -> StepResult:
         with self.store.write() as repo:
             ctx = self.protocols.run_context(repo, uri, caller)
             proto = ctx.protocol
@@ -109,10 +114,10 @@ class RunService:
 
     # --- next ------------------------------------------------------------------------------
 
-    def next(self, uri: Any, solution: Any, caller: Caller) -> dict[str, Any]:
+    def next(self, uri: str, solution: Any, caller: Caller) -> StepResult:
         nonce = _nonce_of(solution)
 
-        def answer(locked: bool) -> dict[str, Any]:
+        def answer(locked: bool) -> StepResult:
             with self.store.write() as repo:
                 ctx = self.protocols.run_context(repo, uri, caller, nonce)
                 if ctx.step["position"] == 0:
@@ -130,24 +135,25 @@ class RunService:
                         f"{refused_at + 1}. Call kairos_begin with {to_uri(ctx.steps.ids[0])} "
                         "to start one.", field="uri")
                 counts = Counts(run["protocol_id"], run["space"])
-                response = self._judge(repo, run, ctx.steps, solution, str(uri),
-                                       "kairos_next", counts)
+                response = self._judge(repo, run, ctx.steps, solution, uri, "kairos_next",
+                                       counts)
                 repo.count(counts)
-                return response
+                assert response is not None  # the step after the one answered: never past
+                return response              # the last
 
         return _retrying(answer, "answering")
 
     # --- attest ----------------------------------------------------------------------------
 
-    def attest(self, uri: str, outcome: str, message: str, caller: Caller, *,
-               quality_bonus: float = 0.0, llm_model_id: str | None = None,
-               solution: dict[str, Any] | None = None) -> dict[str, Any]:
-        """Types and ranges come validated (``requests.Attest``); the message's length
-        limit is a setting."""
-        limits.check_length(message, "message", limits.current().message_chars)
+    def attest(self, req: Attest, caller: Caller) -> AttestResult | StepResult:
+        """The outcome of the caller's run at ``req.uri`` (and the last step's proof, with
+        ``req.solution``); a refused solution answers as ``kairos_next`` would. The
+        message's length limit is a setting."""
+        limits.check_length(req.message, "message", self.limits.message_chars)
+        uri, solution = req.uri, req.solution
         nonce = _nonce_of(solution)
 
-        def record(locked: bool) -> dict[str, Any]:
+        def record(locked: bool) -> AttestResult | StepResult:
             with self.store.write() as repo:
                 ctx = self.protocols.run_context(repo, uri, caller, nonce)
                 statuses = (engine.ACTIVE, engine.COMPLETED, engine.FINISHED)
@@ -163,25 +169,25 @@ class RunService:
                     if run["challenge"] is None:
                         raise ValidationError(
                             "solution", "no solution: every step of this run is already proven")
-                    judged = self._judge(repo, run, ctx.steps, solution, str(uri),
+                    judged = self._judge(repo, run, ctx.steps, solution, uri,
                                          "kairos_attest", counts)
-                    if "error_code" in judged:
+                    if judged is not None and "error_code" in judged:
                         repo.count(counts)
                         return judged
                     run = repo.run(run["id"])
                     assert run is not None
-                return self.record_outcome(repo, run, ctx.step["id"], outcome, message,
-                                           float(quality_bonus), llm_model_id, counts,
-                                           counted_before)
+                return self.record_outcome(repo, run, ctx.step["id"], req.outcome,
+                                           req.message, req.quality_bonus, req.llm_model_id,
+                                           counts, counted_before)
 
         return _retrying(record, "attesting")
 
-    def abort(self, run_id: Any, caller: Caller, reason: str) -> dict[str, Any]:
+    def abort(self, run_id: str, caller: Caller, reason: str) -> AttestResult:
         """Finish an active or completed run as failed at the step it waits on."""
 
-        def record(locked: bool) -> dict[str, Any]:
+        def record(locked: bool) -> AttestResult:
             with self.store.write() as repo:
-                own = self._own_run(repo, run_id, caller)
+                own = own_run(repo, run_id, caller)
                 run = repo.locked_run(own) if locked else own
                 if run is None:
                     raise _Lost
@@ -201,9 +207,9 @@ class RunService:
 
         return _retrying(record, "aborting")
 
-    def record_outcome(self, repo: Repo, run: RunRow, step_id: str, outcome: str,
+    def record_outcome(self, repo: Repo, run: RunRow, step_id: str, outcome: Outcome,
                        message: str, bonus: float, model: str | None, counts: Counts,
-                       counted_before: Any = _FROM_RUN) -> dict[str, Any]:
+                       counted_before: Any = _FROM_RUN) -> AttestResult:
         """Record the outcome of ``run`` (as read in this write), attested at ``step_id``,
         if the run is still as read; else raise ``_Lost``. The protocol's counters move
         from what the run counted as before (``counted_before``, by default what ``run``
@@ -263,7 +269,7 @@ class RunService:
                   locked: bool) -> RunRow | None:
         """The run an answer is for (read under its lock when ``locked``): the one that
         issued the solution's nonce (``ctx.run``); failing that, the caller's most recent
-        run of this protocol in its space that waits at ``step_index`` (DESIGN section 4).
+        run of this protocol in its space that waits at ``step_index`` (contract §6).
 
         A nonce names a run of the caller's space only. A nonce that its run no longer
         waits for (answered, or superseded by a refusal) is spent: it changes nothing
@@ -290,8 +296,10 @@ class RunService:
         return run
 
     def _judge(self, repo: Repo, run: RunRow, loaded: RunSteps, solution: Any, sent_uri: str,
-               tool: str, counts: Counts) -> dict[str, Any]:
-        """Answer the run's pending challenge; ``_Lost`` when another writer won the run."""
+               tool: str, counts: Counts) -> StepResult | None:
+        """Answer the run's pending challenge: the step to show next (a refusal: the
+        same step, with a fresh challenge), None once the last step is proven; ``_Lost``
+        when another writer won the run."""
         steps = loaded.views
         state = _state(run)
         if state.challenge is None or state.step_index >= len(steps):
@@ -323,55 +331,3 @@ class RunService:
         if completes:
             counts.add(last_outcome="success", last_run_at=stamp)
         return decision.response
-
-    # --- history and verification -----------------------------------------------------------
-
-    def verify(self, run_id: Any, caller: Caller) -> dict[str, Any]:
-        with self.store.read() as repo:
-            run = self._own_run(repo, run_id, caller)
-            records = [dict(p["record"], proof_hash=p["proof_hash"])
-                       for p in repo.proofs(run["id"])]
-        head, checked, broken = verify_chain(records)
-        if broken is None and head != run["head"]:
-            broken_dict: dict[str, Any] | None = {
-                "index": len(records), "step_uri": None,
-                "reason": "the run's head does not match its last proof"}
-        else:
-            broken_dict = (None if broken is None else
-                           {"index": broken.index, "step_uri": broken.step_uri,
-                            "reason": broken.reason})
-        return {"run_id": run["id"], "valid": broken_dict is None, "proofs": checked,
-                "proven": bool(run["proven"]), "head": run["head"],
-                "first_broken": broken_dict}
-
-    def proof_log(self, run_id: Any, caller: Caller) -> dict[str, Any]:
-        with self.store.read() as repo:
-            run = self._own_run(repo, run_id, caller)
-            proofs = [dict(p["record"], proof_hash=p["proof_hash"])
-                      for p in repo.proofs(run["id"])]
-        return {"run_id": run["id"], "proofs": proofs}
-
-    def history(self, caller: Caller, limit: int = 20) -> list[dict[str, Any]]:
-        with self.store.read() as repo:
-            rows = repo.runs_in(caller.space, limit)
-            titles = {}
-            for r in rows:
-                if r["protocol_id"] not in titles:
-                    p = repo.protocol(r["protocol_id"])
-                    titles[r["protocol_id"]] = p["title"] if p else None
-        return [{"run_id": r["id"], "chain_label": titles[r["protocol_id"]],
-                 "status": r["status"], "outcome": r["outcome"],
-                 "proven": bool(r["proven"]), "step": r["step_index"] + 1,
-                 "retry_count": r["retry_count"], "caller": r["caller"],
-                 "created_at": r["created_at"], "updated_at": r["updated_at"]} for r in rows]
-
-    @staticmethod
-    def _own_run(repo: Repo, run_id: Any, caller: Caller) -> Row:
-        if not isinstance(run_id, str) or not run_id:
-            raise ValidationError("run_id", "a run id string")
-        if limits.BAD_CHAR.search(run_id):  # no id holds one; PostgreSQL cannot compare it
-            raise NotFoundError(f"No run {run_id!r}.", field="run_id")
-        run = repo.run(run_id)
-        if run is None or run["space"] != caller.space:
-            raise NotFoundError(f"No run {run_id}.", field="run_id")
-        return run

@@ -11,16 +11,14 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sqlalchemy import Table, select
 
-from ..store import schema as t
+from ..domain.caller import Caller
+from ..store import schema
+from ..store.db import Store
 from .clock import now
-from .protocols import Caller
-
-if TYPE_CHECKING:
-    from .app import Kairos
 
 FORMAT = "kairos-export"
 VERSION = 1
@@ -60,11 +58,11 @@ NATURAL_KEYS: dict[str, tuple[str, ...]] = {
 
 def tables() -> list[Table]:
     """Exported tables in dependency order; an unclassified table is an error."""
-    unknown = sorted(set(t.metadata.tables) - set(SCOPES) - set(NOT_EXPORTED))
+    unknown = sorted(set(schema.metadata.tables) - set(SCOPES) - set(NOT_EXPORTED))
     if unknown:
         raise RuntimeError(f"transfer does not know the table(s) {', '.join(unknown)}: "
                            "add each to SCOPES or NOT_EXPORTED in kairos/service/transfer.py")
-    return [table for table in t.metadata.sorted_tables if table.name in SCOPES]
+    return [table for table in schema.metadata.sorted_tables if table.name in SCOPES]
 
 
 def _store_key(table: Table) -> str | None:
@@ -79,7 +77,7 @@ def _where(table: Table, space: str) -> Any:
     scope = SCOPES[table.name]
     if scope == BY_SPACE:
         return table.c.space == space
-    return table.c.run_id.in_(select(t.runs.c.id).where(t.runs.c.space == space))
+    return table.c.run_id.in_(select(schema.runs.c.id).where(schema.runs.c.space == space))
 
 
 def _encode(value: Any) -> Any:
@@ -88,14 +86,14 @@ def _encode(value: Any) -> Any:
     return value
 
 
-def export_records(kairos: Kairos, caller: Caller) -> Iterator[dict[str, Any]]:
+def export_records(store: Store, caller: Caller) -> Iterator[dict[str, Any]]:
     """A header, then one ``{"table": ..., "row": ...}`` per record of ``caller.space``,
     read in one transaction (a consistent snapshot)."""
     ordered = tables()
     yield {"format": FORMAT, "version": VERSION, "space": caller.space, "exported_at": now(),
            "tables": [table.name for table in ordered],
            "not_exported": sorted(NOT_EXPORTED)}
-    with kairos.store.read() as repo:
+    with store.read() as repo:
         for table in ordered:
             skip = _store_key(table)
             order = [c for c in table.primary_key.columns if c.name != skip] or [

@@ -10,6 +10,9 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 F = TypeVar("F", bound=Callable[..., Any])
+GUARD_ATTEMPTS = 20
+"""How many times a checked write checks again when the write guard (``SearchService
+.guard``) finds that another checked write came between its check and its write."""
 
 
 def in_turn(method: F) -> F:
@@ -24,4 +27,4 @@ def in_turn(method: F) -> F:
     return held  # type: ignore[return-value]
 
 
-__all__ = ["in_turn"]
+__all__ = ["GUARD_ATTEMPTS", "in_turn"]

@@ -35,10 +35,6 @@ _MIGRATE_LOCK = threading.Lock()
 MIN_FREE_BYTES = 1 << 20
 
 
-def sqlite_url(home: Path) -> str:
-    return f"sqlite:///{home / 'kairos.db'}"
-
-
 def _sqlite_engine(url: str) -> Engine:
     engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 60},
                            pool_size=8, max_overflow=16)

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import Text, bindparam, cast, delete, func, insert, select, update
+from sqlalchemy import Select, bindparam, delete, func, insert, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, RowMapping
+from sqlalchemy.exc import IntegrityError
 
 from . import counts as metrics
-from . import schema as t
+from . import schema
+from .reads import PageQuery
 
 Row = RowMapping
 
@@ -22,46 +23,42 @@ Row = RowMapping
 # Parameters named ``b_*`` are the WHERE clause's; an UPDATE without ``values()`` sets the
 # columns named by the other keys of the parameters it is executed with.
 
-_steps_2 = t.steps.alias("steps_2")
+_steps_2 = schema.steps.alias("steps_2")
 #: A step with its protocol, the protocol's step count and newest step stamp (what the
 #: cached parsed steps are keyed on), and the run that issued ``nonce`` (NULLs when none).
 _RUN_CONTEXT = (
-    select(t.steps.c.id.label("s_id"), t.steps.c.position.label("s_position"),
-           t.protocols.c.id.label("p_id"), t.protocols.c.space.label("p_space"),
-           t.protocols.c.builtin.label("p_builtin"),
-           t.protocols.c.updated_at.label("p_updated_at"),
-           select(func.count()).where(_steps_2.c.protocol_id == t.protocols.c.id)
+    select(schema.steps.c.id.label("s_id"), schema.steps.c.position.label("s_position"),
+           schema.protocols.c.id.label("p_id"), schema.protocols.c.space.label("p_space"),
+           schema.protocols.c.builtin.label("p_builtin"),
+           schema.protocols.c.updated_at.label("p_updated_at"),
+           select(func.count()).where(_steps_2.c.protocol_id == schema.protocols.c.id)
            .scalar_subquery().label("n_steps"),
            select(func.max(_steps_2.c.updated_at))
-           .where(_steps_2.c.protocol_id == t.protocols.c.id)
+           .where(_steps_2.c.protocol_id == schema.protocols.c.id)
            .scalar_subquery().label("steps_stamp"),
-           *(c.label(f"r_{c.name}") for c in t.runs.c))
-    .select_from(t.steps.join(t.protocols, t.protocols.c.id == t.steps.c.protocol_id)
-                 .outerjoin(t.nonces, t.nonces.c.nonce == bindparam("b_nonce"))
-                 .outerjoin(t.runs, t.runs.c.id == t.nonces.c.run_id))
-    .where(t.steps.c.id == bindparam("b_step")))
-_RUN_COLUMNS = tuple(c.name for c in t.runs.c)
-_RUN = select(t.runs).where(t.runs.c.id == bindparam("b_id"))
-_STEPS_OF = (select(t.steps).where(t.steps.c.protocol_id == bindparam("b_protocol"))
-             .order_by(t.steps.c.position))
+           *(c.label(f"r_{c.name}") for c in schema.runs.c))
+    .select_from(schema.steps.join(schema.protocols,
+                                   schema.protocols.c.id == schema.steps.c.protocol_id)
+                 .outerjoin(schema.nonces, schema.nonces.c.nonce == bindparam("b_nonce"))
+                 .outerjoin(schema.runs, schema.runs.c.id == schema.nonces.c.run_id))
+    .where(schema.steps.c.id == bindparam("b_step")))
+_RUN_COLUMNS = tuple(c.name for c in schema.runs.c)
+_RUN = select(schema.runs).where(schema.runs.c.id == bindparam("b_id"))
+_STEPS_OF = (select(schema.steps).where(schema.steps.c.protocol_id == bindparam("b_protocol"))
+             .order_by(schema.steps.c.position))
 #: The run loop's compare-and-swap: the UPDATE applies only to the version of the run that
 #: was read, and adds one to it. Its pending nonce is compared too, so a writer that moves
 #: a run on without counting its version (one that clears the nonce) still wins over it.
-_SWAP = (update(t.runs).where(t.runs.c.id == bindparam("b_id"),
-                              t.runs.c.version == bindparam("b_version"),
-                              t.runs.c.nonce.is_not_distinct_from(bindparam("b_nonce")))
-         .values(version=t.runs.c.version + 1))
+_SWAP = (update(schema.runs).where(schema.runs.c.id == bindparam("b_id"),
+                              schema.runs.c.version == bindparam("b_version"),
+                              schema.runs.c.nonce.is_not_distinct_from(bindparam("b_nonce")))
+         .values(version=schema.runs.c.version + 1))
 _LOCK_RUN = _RUN.with_for_update()
-_INSERT_RUN = insert(t.runs)
-_INSERT_NONCE = insert(t.nonces)
-_INSERT_PROOF = insert(t.proofs)
-_PROOF_COUNT = (select(func.count()).select_from(t.proofs)
-                .where(t.proofs.c.run_id == bindparam("b_run")))
-
-
-def _like(text: str) -> str:
-    """``text`` as a literal inside a LIKE pattern escaped with a backslash."""
-    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+_INSERT_RUN = insert(schema.runs)
+_INSERT_NONCE = insert(schema.nonces)
+_INSERT_PROOF = insert(schema.proofs)
+_PROOF_COUNT = (select(func.count()).select_from(schema.proofs)
+                .where(schema.proofs.c.run_id == bindparam("b_run")))
 
 
 class Repo:
@@ -71,82 +68,67 @@ class Repo:
         #: until it commits, with no row locks to take.
         self.one_writer = conn.dialect.name == "sqlite"
 
+    # --- the read model (``reads``) ----------------------------------------------------------
+
+    def page(self, query: PageQuery) -> tuple[list[Row], int]:
+        """A page's rows and the total it is a page of."""
+        return (list(self.conn.execute(query.page).mappings()),
+                int(self.conn.execute(query.total).scalar_one()))
+
+    def all(self, query: Select[Any]) -> list[Row]:
+        """Every row of a read built in ``reads``."""
+        return list(self.conn.execute(query).mappings())
+
     # --- protocols and steps ---------------------------------------------------------------
 
     def protocol(self, protocol_id: str) -> Row | None:
         return self.conn.execute(
-            select(t.protocols).where(t.protocols.c.id == protocol_id)).mappings().first()
+            select(schema.protocols).where(schema.protocols.c.id == protocol_id)).mappings().first()
 
     def protocol_by_title(self, space: str, title_key: str) -> Row | None:
-        q = select(t.protocols).where(t.protocols.c.space == space,
-                                      t.protocols.c.title_key == title_key)
+        q = select(schema.protocols).where(schema.protocols.c.space == space,
+                                      schema.protocols.c.title_key == title_key)
         return self.conn.execute(q).mappings().first()
 
     def protocols_in(self, space: str, *, builtin: bool | None = None) -> list[Row]:
-        q = select(t.protocols).where(t.protocols.c.space == space)
+        q = select(schema.protocols).where(schema.protocols.c.space == space)
         if builtin is not None:
-            q = q.where(t.protocols.c.builtin == builtin)
-        return list(self.conn.execute(q.order_by(t.protocols.c.created_at)).mappings())
+            q = q.where(schema.protocols.c.builtin == builtin)
+        return list(self.conn.execute(q.order_by(schema.protocols.c.created_at)).mappings())
 
     def insert_protocol(self, **values: Any) -> None:
-        self.conn.execute(insert(t.protocols).values(**values))
+        self.conn.execute(insert(schema.protocols).values(**values))
 
     def update_protocol(self, protocol_id: str, **values: Any) -> None:
-        self.conn.execute(update(t.protocols).where(t.protocols.c.id == protocol_id)
+        self.conn.execute(update(schema.protocols).where(schema.protocols.c.id == protocol_id)
                           .values(**values))
 
     def touch_protocol(self, protocol_id: str, seen: str, stamp: str, **values: Any) -> bool:
         """Stamp a protocol as changed at ``stamp`` if it is still as read at ``seen``."""
         return bool(self.conn.execute(
-            update(t.protocols).where((t.protocols.c.id == protocol_id)
-                                      & (t.protocols.c.updated_at == seen))
+            update(schema.protocols).where((schema.protocols.c.id == protocol_id)
+                                      & (schema.protocols.c.updated_at == seen))
             .values(updated_at=stamp, **values)).rowcount)
 
     def delete_protocol(self, protocol_id: str) -> None:
-        self.conn.execute(delete(t.steps).where(t.steps.c.protocol_id == protocol_id))
-        self.conn.execute(delete(t.protocols).where(t.protocols.c.id == protocol_id))
-
-    def protocol_page(self, space: str, *, builtin: bool, title: str | None,
-                      tag: str | None = None, limit: int, offset: int
-                      ) -> tuple[list[Row], int]:
-        """One page of a space's protocols, newest change first, and how many match; the
-        title filter is a case-insensitive substring, the tag filter an exact tag."""
-        c = t.protocols.c
-        cond: list[Any] = [(c.space == space) | c.builtin if builtin else c.space == space]
-        if title:
-            cond.append(c.title_key.like(f"%{_like(title.casefold())}%", escape="\\"))
-        if tag:
-            # Tags are a JSON list of strings: match the quoted string in its text.
-            quoted = json.dumps(tag, ensure_ascii=False)
-            cond.append(cast(c.tags, Text).like(f"%{_like(quoted)}%", escape="\\"))
-        total = int(self.conn.execute(
-            select(func.count()).select_from(t.protocols).where(*cond)).scalar_one())
-        q = (select(t.protocols).where(*cond)
-             .order_by(c.updated_at.desc(), c.id).limit(limit).offset(offset))
-        return list(self.conn.execute(q).mappings()), total
-
-    def step_counts(self, protocol_ids: Sequence[str]) -> dict[str, int]:
-        if not protocol_ids:
-            return {}
-        s = t.steps.c
-        q = (select(s.protocol_id, func.count()).where(s.protocol_id.in_(list(protocol_ids)))
-             .group_by(s.protocol_id))
-        return {r[0]: int(r[1]) for r in self.conn.execute(q)}
+        self.conn.execute(delete(schema.steps).where(schema.steps.c.protocol_id == protocol_id))
+        self.conn.execute(delete(schema.protocols).where(schema.protocols.c.id == protocol_id))
 
     def step(self, step_id: str) -> Row | None:
-        return self.conn.execute(select(t.steps).where(t.steps.c.id == step_id)).mappings().first()
+        q = select(schema.steps).where(schema.steps.c.id == step_id)
+        return self.conn.execute(q).mappings().first()
 
     def protocols_with_first_step(self, protocol_ids: Sequence[str]) -> dict[str, Row]:
         """Title, tags and builtin of each protocol with its first step's id and label."""
         if not protocol_ids:
             return {}
-        p, s = t.protocols.c, t.steps.c
+        p, s = schema.protocols.c, schema.steps.c
         first = (select(s.protocol_id, func.min(s.position).label("position"))
                  .where(s.protocol_id.in_(list(protocol_ids)))
                  .group_by(s.protocol_id).subquery())
         q = (select(p.id, p.title, p.tags, p.builtin, s.id.label("step_id"), s.label)
              .join(first, first.c.protocol_id == p.id)
-             .join(t.steps, (s.protocol_id == p.id) & (s.position == first.c.position)))
+             .join(schema.steps, (s.protocol_id == p.id) & (s.position == first.c.position)))
         return {r["id"]: r for r in self.conn.execute(q).mappings()}
 
     def steps_of(self, protocol_id: str) -> list[Row]:
@@ -171,15 +153,15 @@ class Repo:
 
     def insert_steps(self, rows: Sequence[dict[str, Any]]) -> None:
         if rows:
-            self.conn.execute(insert(t.steps), list(rows))
+            self.conn.execute(insert(schema.steps), list(rows))
 
     def update_step(self, step_id: str, **values: Any) -> None:
-        self.conn.execute(update(t.steps).where(t.steps.c.id == step_id).values(**values))
+        self.conn.execute(update(schema.steps).where(schema.steps.c.id == step_id).values(**values))
 
     def delete_steps(self, step_ids: Iterable[str]) -> None:
         ids = list(step_ids)
         if ids:
-            self.conn.execute(delete(t.steps).where(t.steps.c.id.in_(ids)))
+            self.conn.execute(delete(schema.steps).where(schema.steps.c.id.in_(ids)))
 
     # --- runs, nonces, proofs --------------------------------------------------------------
 
@@ -190,19 +172,20 @@ class Repo:
         return self.conn.execute(_RUN, {"b_id": run_id}).mappings().first()
 
     def run_by_nonce(self, nonce: str) -> Row | None:
-        q = select(t.runs).join(t.nonces, t.nonces.c.run_id == t.runs.c.id).where(
-            t.nonces.c.nonce == nonce)
+        q = select(schema.runs).join(
+            schema.nonces, schema.nonces.c.run_id == schema.runs.c.id).where(
+            schema.nonces.c.nonce == nonce)
         return self.conn.execute(q).mappings().first()
 
     def latest_run(self, space: str, caller: str, protocol_id: str, statuses: Sequence[str],
                    step_index: int | None = None) -> Row | None:
-        q = select(t.runs).where(t.runs.c.caller == caller,
-                                 t.runs.c.protocol_id == protocol_id,
-                                 t.runs.c.status.in_(list(statuses)),
-                                 t.runs.c.space == space)
+        q = select(schema.runs).where(schema.runs.c.caller == caller,
+                                 schema.runs.c.protocol_id == protocol_id,
+                                 schema.runs.c.status.in_(list(statuses)),
+                                 schema.runs.c.space == space)
         if step_index is not None:
-            q = q.where(t.runs.c.step_index == step_index)
-        q = q.order_by(t.runs.c.updated_at.desc(), t.runs.c.created_at.desc()).limit(1)
+            q = q.where(schema.runs.c.step_index == step_index)
+        q = q.order_by(schema.runs.c.updated_at.desc(), schema.runs.c.created_at.desc()).limit(1)
         return self.conn.execute(q).mappings().first()
 
     def locked_run(self, run: Mapping[Any, Any]) -> Mapping[Any, Any] | None:
@@ -238,40 +221,19 @@ class Repo:
         return int(self.conn.execute(_PROOF_COUNT, {"b_run": run_id}).scalar_one())
 
     def proofs(self, run_id: str) -> list[Row]:
-        q = select(t.proofs).where(t.proofs.c.run_id == run_id).order_by(t.proofs.c.seq)
-        return list(self.conn.execute(q).mappings())
-
-    def runs_in(self, space: str, limit: int = 20, protocol_id: str | None = None) -> list[Row]:
-        q = select(t.runs).where(t.runs.c.space == space)
-        if protocol_id:
-            q = q.where(t.runs.c.protocol_id == protocol_id)
-        q = q.order_by(t.runs.c.updated_at.desc()).limit(limit)
-        return list(self.conn.execute(q).mappings())
-
-    def runs_page(self, space: str, *, limit: int, status: str | None = None) -> list[Row]:
-        q = select(t.runs).where(t.runs.c.space == space)
-        if status:
-            q = q.where(t.runs.c.status == status)
-        q = q.order_by(t.runs.c.updated_at.desc(), t.runs.c.id).limit(limit)
+        proofs = schema.proofs
+        q = select(proofs).where(proofs.c.run_id == run_id).order_by(proofs.c.seq)
         return list(self.conn.execute(q).mappings())
 
     def insert_attestation(self, **values: Any) -> None:
-        self.conn.execute(insert(t.attestations).values(**values))
+        self.conn.execute(insert(schema.attestations).values(**values))
 
     # --- quality metrics -------------------------------------------------------------------
 
     def protocol_metrics(self, protocol_id: str, space: str) -> Row | None:
-        m = t.protocol_metrics.c
-        return self.conn.execute(select(t.protocol_metrics).where(
+        m = schema.protocol_metrics.c
+        return self.conn.execute(select(schema.protocol_metrics).where(
             (m.protocol_id == protocol_id) & (m.space == space))).mappings().first()
-
-    def metrics_for(self, protocol_ids: Sequence[str], space: str) -> dict[str, Row]:
-        if not protocol_ids:
-            return {}
-        m = t.protocol_metrics.c
-        q = select(t.protocol_metrics).where(m.protocol_id.in_(list(protocol_ids)),
-                                             m.space == space)
-        return {r["protocol_id"]: r for r in self.conn.execute(q).mappings()}
 
     def create_metrics(self, protocol_id: str, space: str, step_ids: Sequence[str]) -> None:
         """The statistics rows of a protocol as run in ``space`` (those missing), so that
@@ -279,11 +241,11 @@ class Repo:
         protocol's, the first time a space runs it — where two replicas may race, so an
         existing row is left as it is."""
         insert_ = postgresql.insert if self.conn.dialect.name == "postgresql" else sqlite.insert
-        self.conn.execute(insert_(t.protocol_metrics).values(
+        self.conn.execute(insert_(schema.protocol_metrics).values(
             protocol_id=protocol_id, space=space, runs=0, successes=0, failures=0,
             quality_bonus=0.0, per_model={}).on_conflict_do_nothing())
         if step_ids:
-            self.conn.execute(insert_(t.step_metrics).on_conflict_do_nothing(), [
+            self.conn.execute(insert_(schema.step_metrics).on_conflict_do_nothing(), [
                 {"step_id": s, "space": space, "protocol_id": protocol_id, "accepted": 0,
                  "refused": 0, "failures": 0} for s in step_ids])
 
@@ -292,16 +254,44 @@ class Repo:
         metrics.apply(self.conn, counts)
 
     def step_metrics_of(self, protocol_id: str, space: str) -> dict[str, Row]:
-        s = t.step_metrics.c
-        q = select(t.step_metrics).where((s.protocol_id == protocol_id) & (s.space == space))
+        s = schema.step_metrics.c
+        q = select(schema.step_metrics).where((s.protocol_id == protocol_id) & (s.space == space))
         return {r["step_id"]: r for r in self.conn.execute(q).mappings()}
 
     # --- categories and entries ------------------------------------------------------------
 
     def categories(self, space: str) -> list[Row]:
-        q = select(t.categories).where(t.categories.c.space == space).order_by(
-            t.categories.c.code)
+        q = select(schema.categories).where(schema.categories.c.space == space).order_by(
+            schema.categories.c.code)
         return list(self.conn.execute(q).mappings())
 
-    def insert_category(self, **values: Any) -> None:
-        self.conn.execute(insert(t.categories).values(**values))
+    def insert_categories(self, space: str, rows: Iterable[tuple[str, str, str]]) -> None:
+        """Insert ``(code, name, description)`` rows, or nothing when another writer's
+        identical rows won: writers racing on a new space all succeed. A savepoint keeps
+        the transaction usable after the lost insert."""
+        try:
+            with self.conn.begin_nested():
+                self.conn.execute(insert(schema.categories), [
+                    {"space": space, "code": code, "name": name, "description": description}
+                    for code, name, description in rows])
+        except IntegrityError:
+            pass
+
+    def entry(self, kind: str, entity_id: str) -> Row | None:
+        """An experience or a manual (``kind``) by id, in any space."""
+        table = schema.entry_table(kind)
+        return self.conn.execute(select(table).where(table.c.id == entity_id)).mappings().first()
+
+    def insert_entry(self, kind: str, **values: Any) -> None:
+        self.conn.execute(insert(schema.entry_table(kind)).values(**values))
+
+    def update_entry(self, kind: str, entity_id: str, seen: str, **values: Any) -> bool:
+        """Apply ``values`` to the entry only if it is still the version stamped ``seen``."""
+        table = schema.entry_table(kind)
+        return bool(self.conn.execute(update(table).where(
+            (table.c.id == entity_id) & (table.c.updated_at == seen)).values(**values)).rowcount)
+
+    def search_body(self, rid: int) -> str | None:
+        """The body a search document indexes."""
+        return self.conn.execute(select(schema.search_docs.c.body).where(
+            schema.search_docs.c.rid == rid)).scalar()

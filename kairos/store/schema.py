@@ -260,3 +260,8 @@ search_sessions = Table(
     Column("cited_ids", JSON, nullable=False),
     Column("last_queries", JSON, nullable=False),
 )
+
+
+def entry_table(kind: str) -> Table:
+    """The table of an entry kind: ``experience`` or ``manual``."""
+    return experiences if kind == "experience" else manuals

@@ -9,7 +9,8 @@ from typing import Any
 
 from sqlalchemy import delete, func, insert, select, update
 
-from . import schema as t
+from ..domain.responses import SessionInfo
+from . import schema
 from .db import Store
 
 MAX_LAST_QUERIES = 20
@@ -36,11 +37,11 @@ class DbSessionStore:
     def __len__(self) -> int:
         with self.store.read() as repo:
             return int(repo.conn.execute(
-                select(func.count()).select_from(t.search_sessions)
-                .where(t.search_sessions.c.last_seen >= self.clock() - self.ttl)).scalar_one())
+                select(func.count()).select_from(schema.search_sessions)
+                .where(schema.search_sessions.c.last_seen >= self.clock() - self.ttl)).scalar_one())
 
     def _row(self, conn: Any, session_id: str, lock: bool = False) -> Any:
-        q = select(t.search_sessions).where(t.search_sessions.c.session_id == session_id)
+        q = select(schema.search_sessions).where(schema.search_sessions.c.session_id == session_id)
         if lock:
             q = q.with_for_update()
         row = conn.execute(q).mappings().first()
@@ -48,7 +49,7 @@ class DbSessionStore:
             return None
         return row
 
-    def get(self, session_id: str) -> dict[str, object] | None:
+    def get(self, session_id: str) -> SessionInfo | None:
         with self.store.read() as repo:
             row = self._row(repo.conn, session_id)
         if row is None:
@@ -62,17 +63,17 @@ class DbSessionStore:
         return set(row["viewed_ids"]) if row is not None else set()
 
     def _change(self, session_id: str, *, query: str | None = None,
-                viewed: Iterable[str] = (), cited: Iterable[str] = ()) -> dict[str, object]:
+                viewed: Iterable[str] = (), cited: Iterable[str] = ()) -> SessionInfo:
         now = self.clock()
         with self.store.write() as repo:
             conn = repo.conn
             row = self._row(conn, session_id, lock=True)
             if row is None:
-                conn.execute(delete(t.search_sessions).where(
-                    t.search_sessions.c.session_id == session_id))
+                conn.execute(delete(schema.search_sessions).where(
+                    schema.search_sessions.c.session_id == session_id))
                 values: dict[str, list[str]] = {"viewed_ids": [], "cited_ids": [],
                                                 "last_queries": []}
-                conn.execute(insert(t.search_sessions).values(
+                conn.execute(insert(schema.search_sessions).values(
                     session_id=session_id, last_seen=now, **values))
                 self._evict(conn, now)
             else:
@@ -81,19 +82,20 @@ class DbSessionStore:
             values["cited_ids"] = _merge(values["cited_ids"], cited)
             if query:
                 values["last_queries"] = (values["last_queries"] + [query])[-MAX_LAST_QUERIES:]
-            conn.execute(update(t.search_sessions).where(
-                t.search_sessions.c.session_id == session_id).values(last_seen=now, **values))
-        return {"session_id": session_id, **values}
+            conn.execute(update(schema.search_sessions).where(
+                schema.search_sessions.c.session_id == session_id).values(last_seen=now, **values))
+        return {"session_id": session_id, "viewed_ids": values["viewed_ids"],
+                "cited_ids": values["cited_ids"], "last_queries": values["last_queries"]}
 
     def _evict(self, conn: Any, now: float) -> None:
-        c = t.search_sessions.c
-        conn.execute(delete(t.search_sessions).where(c.last_seen < now - self.ttl))
+        c = schema.search_sessions.c
+        conn.execute(delete(schema.search_sessions).where(c.last_seen < now - self.ttl))
         keep = select(c.session_id).order_by(c.last_seen.desc()).limit(self.capacity)
-        conn.execute(delete(t.search_sessions).where(c.session_id.not_in(keep.scalar_subquery())))
+        conn.execute(delete(schema.search_sessions).where(c.session_id.not_in(keep.scalar_subquery())))
 
     def record(self, session_id: str, *, query: str | None = None,
                viewed: Iterable[str] = ()) -> None:
         self._change(session_id, query=query, viewed=viewed)
 
-    def cite(self, session_id: str, ids: Iterable[str]) -> dict[str, object]:
+    def cite(self, session_id: str, ids: Iterable[str]) -> SessionInfo:
         return self._change(session_id, cited=ids)

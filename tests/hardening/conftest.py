@@ -21,7 +21,8 @@ def anyio_backend() -> str:
 
 @pytest.fixture
 async def mcp(kairos: Kairos) -> AsyncIterator[Client]:
-    server = build_server(ServiceRef.of(kairos), identify=local_identity("default", "s-1"))
+    server = build_server(ServiceRef.of(kairos.service), limits=kairos.limits,
+                          identify=local_identity("default", "s-1"))
     async with Client(server) as client:
         yield client
 

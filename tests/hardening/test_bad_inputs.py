@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 from mcp import Client
 
@@ -49,7 +49,7 @@ SURROGATE_BODIES: list[tuple[str, str, dict[str, Any], str]] = [
 
 @pytest.mark.parametrize(("method", "path", "body", "field"), SURROGATE_BODIES)
 async def test_a_lone_surrogate_is_a_422_naming_the_field(
-        http: httpx.AsyncClient, method: str, path: str, body: dict[str, Any],
+        http: httpx2.AsyncClient, method: str, path: str, body: dict[str, Any],
         field: str) -> None:
     response = await http.request(method, path, content=json.dumps(body),
                                   headers={"content-type": "application/json"})
@@ -60,7 +60,7 @@ async def test_a_lone_surrogate_is_a_422_naming_the_field(
     assert "surrogate" in error["message"]
 
 
-async def test_a_surrogate_pair_is_text(http: httpx.AsyncClient) -> None:
+async def test_a_surrogate_pair_is_text(http: httpx2.AsyncClient) -> None:
     doc = "# Ship it \U0001f680\n\n## Build\n\nPROOF OF WORK: make\n"
     response = await http.post("/api/v1/protocols", content=json.dumps({"markdown_doc": doc}),
                                headers={"content-type": "application/json"})
@@ -85,7 +85,7 @@ async def test_a_lone_surrogate_over_mcp_is_a_tool_error_naming_the_field(
     assert body["error_code"] == "INVALID_INPUT" and body["field"] == field
 
 
-async def test_the_three_step_seed_still_mints(http: httpx.AsyncClient,
+async def test_the_three_step_seed_still_mints(http: httpx2.AsyncClient,
                                                kairos: Kairos) -> None:
     response = await http.post("/api/v1/protocols", json={"markdown_doc": THREE_STEPS})
     assert response.status_code == 201, response.text
@@ -98,7 +98,7 @@ DEEP_BLOCK = ("# Deep\n\n## S\n\n```json\n{\"challenge\": " + "[" * 5000 + "]" *
 
 
 async def test_a_deeply_nested_challenge_block_is_refused_with_its_line(
-        http: httpx.AsyncClient, mcp: Client) -> None:
+        http: httpx2.AsyncClient, mcp: Client) -> None:
     response = await http.post("/api/v1/protocols", json={"markdown_doc": DEEP_BLOCK})
     assert response.status_code == 422, response.text
     error = response.json()
@@ -110,7 +110,7 @@ async def test_a_deeply_nested_challenge_block_is_refused_with_its_line(
 
 @pytest.mark.parametrize("depth", [70, 5000])
 async def test_a_deeply_nested_request_body_is_a_422_naming_the_body(
-        http: httpx.AsyncClient, depth: int) -> None:
+        http: httpx2.AsyncClient, depth: int) -> None:
     raw = '{"query": "x", "filters": ' + '{"a": ' * depth + "1" + "}" * depth + "}"
     response = await http.post("/api/v1/search", content=raw,
                                headers={"content-type": "application/json"})
@@ -132,7 +132,7 @@ NUL_BODIES: list[tuple[str, dict[str, Any], str]] = [
 
 @pytest.mark.parametrize(("path", "body", "field"), NUL_BODIES)
 async def test_a_nul_character_is_a_422_naming_the_field(
-        http: httpx.AsyncClient, mcp: Client, path: str, body: dict[str, Any],
+        http: httpx2.AsyncClient, mcp: Client, path: str, body: dict[str, Any],
         field: str) -> None:
     response = await http.post(path, json=body)
     assert response.status_code == 422, response.text
@@ -144,7 +144,7 @@ async def test_a_nul_character_is_a_422_naming_the_field(
     assert is_error and error["field"] == field
 
 
-async def _begun(http: httpx.AsyncClient) -> list[str]:
+async def _begun(http: httpx2.AsyncClient) -> list[str]:
     minted = await http.post("/api/v1/protocols", json={"markdown_doc": THREE_STEPS})
     steps = [s["uri"] for s in minted.json()["items"][0]["steps"]]
     assert (await http.post("/api/v1/runs/begin", json={"uri": steps[0]})).status_code == 200
@@ -156,7 +156,7 @@ async def _begun(http: httpx.AsyncClient) -> list[str]:
     ("/api/v1/runs/attest", {"outcome": "failure", "message": "stopped"}),
 ])
 async def test_a_long_llm_model_id_is_refused_before_the_database(
-        http: httpx.AsyncClient, mcp: Client, path: str, extra: dict[str, Any]) -> None:
+        http: httpx2.AsyncClient, mcp: Client, path: str, extra: dict[str, Any]) -> None:
     steps = await _begun(http)
     body = {**extra, "llm_model_id": "m" * 200}
     if path.endswith("attest"):
@@ -170,7 +170,7 @@ async def test_a_long_llm_model_id_is_refused_before_the_database(
 
 
 async def test_attest_message_and_entry_title_have_limits(
-        http: httpx.AsyncClient, kairos: Kairos) -> None:
+        http: httpx2.AsyncClient, kairos: Kairos) -> None:
     steps = await _begun(http)
     long_message = await http.post("/api/v1/runs/attest", json={
         "uri": steps[0], "outcome": "failure", "message": "m" * 10_001})
@@ -187,7 +187,7 @@ async def test_attest_message_and_entry_title_have_limits(
     protocol = await http.post("/api/v1/protocols",
                                json={"markdown_doc": "# " + "t" * 100_000 + "\n\n## S\n\nx\n"})
     assert protocol.status_code == 422 and protocol.json()["line"] == 1
-    runs = (await http.get("/api/v1/runs")).json()["runs"]
+    runs = (await http.get("/api/v1/runs")).json()["items"]
     assert [r["outcome"] for r in runs] == [None]  # nothing was attested
 
 
@@ -200,7 +200,7 @@ async def test_attest_message_and_entry_title_have_limits(
     ("GET", "/api/v1/protocols/%00", "path"),
     ("GET", "/api/v1/search/session?session_id=%00", "query"),
 ])
-async def test_a_nul_in_the_path_or_query_is_a_422(http: httpx.AsyncClient, method: str,
+async def test_a_nul_in_the_path_or_query_is_a_422(http: httpx2.AsyncClient, method: str,
                                                    url: str, field: str) -> None:
     response = await http.request(method, url, json={"title": "x"} if method == "PATCH"
                                   else None)
@@ -220,7 +220,7 @@ def test_ids_with_a_nul_name_nothing_in_the_service(kairos: Kairos) -> None:
 
 # --- numbers no store or proof can hold ---------------------------------------------------
 
-async def test_non_finite_and_overlong_numbers_are_422s(http: httpx.AsyncClient) -> None:
+async def test_non_finite_and_overlong_numbers_are_422s(http: httpx2.AsyncClient) -> None:
     steps = await _begun(http)
     overflow = json.dumps({"uri": steps[1], "solution": {
         "type": "shell", "nonce": "n", "proof_hash": "h",
@@ -249,10 +249,6 @@ def test_the_value_check_names_the_first_bad_field() -> None:
             ({"a": [[[[1]]]]}, "a[0][0]"),
             ({"k\ud800": 1}, "body")):
         with pytest.raises(ValidationError) as info:
-            limits.configure(json_depth=3)
-            try:
-                limits.check_value(value)
-            finally:
-                limits.configure()
+            limits.check_value(value, 3)
         assert info.value.field == field
-    limits.check_value({"fine": ["text \U0001f680", 1.5, None, True]})
+    limits.check_value({"fine": ["text \U0001f680", 1.5, None, True]}, 3)

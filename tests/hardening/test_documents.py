@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,12 +14,6 @@ from kairos.domain.errors import KairosError
 from kairos.service import Kairos
 from kairos.store import schema
 from tests.conftest import make_kairos
-
-
-@pytest.fixture
-def limited() -> Iterator[None]:
-    yield
-    limits.configure()  # back to the defaults for the next test
 
 
 def _count(k: Kairos, table: str) -> int:
@@ -66,8 +59,8 @@ def test_malformed_documents_are_refused_with_the_line(
     assert str(line) in str(error["message"])
 
 
-def test_the_steps_limit_names_the_first_step_too_many(kairos: Kairos, limited: None) -> None:
-    limits.configure(steps=3)
+def test_the_steps_limit_names_the_first_step_too_many(home: Path) -> None:
+    kairos = make_kairos(home, KAIROS_MAX_STEPS="3")
     doc = "# Four\n\n" + "".join(f"## S{i}\n\nx\n\n" for i in range(4))
     error = _refusal(kairos, doc)
     assert (error["error_code"], error["line"]) == ("DOCUMENT_TOO_LARGE", 15)
@@ -103,10 +96,9 @@ def test_pathological_documents_mint_in_linear_time(kairos: Kairos, doc: str) ->
     assert time.perf_counter() - started < 10
 
 
-def test_a_thousand_steps_mint_well_under_a_second_per_thousand(
-        home: Path, limited: None) -> None:
-    kairos = make_kairos(home, KAIROS_EMBEDDER="none")  # the time outside the model
-    limits.configure(steps=1000)
+def test_a_thousand_steps_mint_well_under_a_second_per_thousand(home: Path) -> None:
+    # the time outside the model
+    kairos = make_kairos(home, KAIROS_EMBEDDER="none", KAIROS_MAX_STEPS="1000")
     doc = "# Big\n\n" + "".join(f"## Step {i} do {i}\n\nRun thing {i}.\n\nPROOF OF WORK: "
                                 f"timeout 30s echo {i}\n\n" for i in range(1000))
     started = time.perf_counter()

@@ -4,19 +4,20 @@ check without tokens, and the bound on requests in flight — REST and MCP alike
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 import anyio
-import httpx
+import httpx2
 import pytest
 
 from kairos.api import create_app
 from kairos.domain import limits
 from kairos.mcp import ServiceRef, build_server
 from kairos.service import Kairos
-from tests.conftest import BASE
+from tests.conftest import BASE, make_kairos
 
 pytestmark = pytest.mark.anyio
 JSON = {"content-type": "application/json"}
@@ -27,34 +28,40 @@ INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
                          "clientInfo": {"name": "t", "version": "1"}}}
 
 
-@pytest.fixture
-def small_body() -> Iterator[int]:
-    limits.configure(body_bytes=10_000)
-    yield 10_000
-    limits.configure()
+SMALL_BODY = 10_000
+"""The body limit of the ``small`` server."""
 
 
 def _app(kairos: Kairos, **kw: Any) -> Any:
-    return create_app(kairos, mcp_factory=partial(build_server, ServiceRef.of(kairos)), **kw)
+    service = kairos.service
+    return create_app(service, mcp_factory=partial(build_server, ServiceRef.of(service)), **kw)
 
 
 @contextlib.asynccontextmanager
-async def _client(app: Any, base: str = BASE) -> AsyncIterator[httpx.AsyncClient]:
-    async with app.router.lifespan_context(app), httpx.AsyncClient(
-            transport=httpx.ASGITransport(app=app), base_url=base) as client:
+async def _client(app: Any, base: str = BASE) -> AsyncIterator[httpx2.AsyncClient]:
+    async with app.router.lifespan_context(app), httpx2.AsyncClient(
+            transport=httpx2.ASGITransport(app=app), base_url=base) as client:
         yield client
 
 
 @pytest.fixture
-async def http(kairos: Kairos) -> AsyncIterator[httpx.AsyncClient]:
+async def http(kairos: Kairos) -> AsyncIterator[httpx2.AsyncClient]:
+    async with _client(_app(kairos)) as client:
+        yield client
+
+
+@pytest.fixture
+async def small(home: Path) -> AsyncIterator[httpx2.AsyncClient]:
+    """A server whose request bodies may hold at most ``SMALL_BODY`` bytes."""
+    kairos = make_kairos(home, KAIROS_MAX_BODY_BYTES=str(SMALL_BODY))
     async with _client(_app(kairos)) as client:
         yield client
 
 
 # --- body size ---------------------------------------------------------------------------
 
-async def test_an_oversize_body_is_a_413_before_it_is_read(
-        http: httpx.AsyncClient, small_body: int) -> None:
+async def test_an_oversize_body_is_a_413_before_it_is_read(small: httpx2.AsyncClient) -> None:
+    http, small_body = small, SMALL_BODY
     declared = await http.post("/api/v1/protocols",
                                json={"markdown_doc": "# T\n\n## S\n\n" + "x" * small_body})
     assert declared.status_code == 413
@@ -74,9 +81,8 @@ async def test_an_oversize_body_is_a_413_before_it_is_read(
     assert len(sent) <= small_body // 1000 + 2  # it stopped reading
 
 
-async def test_an_oversize_mcp_body_is_a_json_rpc_error(
-        http: httpx.AsyncClient, small_body: int) -> None:
-    response = await http.post("/mcp", content=b" " * (small_body + 1), headers=MCP_HEADERS)
+async def test_an_oversize_mcp_body_is_a_json_rpc_error(small: httpx2.AsyncClient) -> None:
+    response = await small.post("/mcp", content=b" " * (SMALL_BODY + 1), headers=MCP_HEADERS)
     assert response.status_code == 413
     body = response.json()
     assert body["jsonrpc"] == "2.0" and body["id"] is None
@@ -86,7 +92,7 @@ async def test_an_oversize_mcp_body_is_a_json_rpc_error(
 # --- error shapes of REST bodies ---------------------------------------------------------
 
 async def test_a_body_that_is_not_utf8_is_a_422_naming_the_body(
-        http: httpx.AsyncClient) -> None:
+        http: httpx2.AsyncClient) -> None:
     response = await http.post("/api/v1/protocols/search", content=b'{"query": "\xff\xfe"}',
                                headers=JSON)
     assert response.status_code == 422
@@ -101,7 +107,7 @@ async def test_a_body_that_is_not_utf8_is_a_422_naming_the_body(
     (b'{"a": ' + b"[" * 65 + b"]" * 65 + b"}", "JSON nested at most 64 levels deep"),
 ])
 async def test_a_body_too_costly_to_parse_is_refused_before_parsing(
-        http: httpx.AsyncClient, body: bytes, expected: str) -> None:
+        http: httpx2.AsyncClient, body: bytes, expected: str) -> None:
     rest = await http.post("/api/v1/protocols", content=body, headers=JSON)
     assert rest.status_code == 422
     assert (rest.json()["field"], rest.json()["expected"]) == ("body", expected)
@@ -111,7 +117,7 @@ async def test_a_body_too_costly_to_parse_is_refused_before_parsing(
 
 
 async def test_citing_into_an_unknown_session_is_a_404_and_creates_nothing(
-        http: httpx.AsyncClient) -> None:
+        http: httpx2.AsyncClient) -> None:
     cited = await http.post("/api/v1/search/session/cited",
                             json={"session_id": "never-searched", "ids": ["x"]})
     assert cited.status_code == 404 and cited.json()["field"] == "session_id"
@@ -120,7 +126,7 @@ async def test_citing_into_an_unknown_session_is_a_404_and_creates_nothing(
 
 
 async def test_update_and_delete_of_unknown_uris_report_each_uri(
-        http: httpx.AsyncClient) -> None:
+        http: httpx2.AsyncClient) -> None:
     uri = "kairos://mem/00000000-0000-0000-0000-00000000dead"
     deleted = await http.post("/api/v1/protocols/delete", json={"uris": [uri]})
     assert deleted.status_code == 200
@@ -167,7 +173,7 @@ async def test_with_tokens_any_host_is_served(kairos: Kairos) -> None:
 # --- admission: a bounded queue before a 503 ----------------------------------------------
 
 @contextlib.asynccontextmanager
-async def _one_slot_taken(client: httpx.AsyncClient) -> AsyncIterator[dict[str, Any]]:
+async def _one_slot_taken(client: httpx2.AsyncClient) -> AsyncIterator[dict[str, Any]]:
     """A search that holds the one slot until ``first["release"]()`` (or the block's
     end) lets its body arrive; ``first["r"]`` is its response, once answered."""
     admitted, gate = anyio.Event(), anyio.Event()
@@ -197,7 +203,7 @@ async def _one_slot_taken(client: httpx.AsyncClient) -> AsyncIterator[dict[str, 
 async def test_beyond_the_slots_requests_wait_their_turn_then_are_served(
         kairos: Kairos) -> None:
     async with _client(_app(kairos, max_inflight=1, max_queue=2)) as client:
-        answers: list[httpx.Response] = []
+        answers: list[httpx2.Response] = []
         async with _one_slot_taken(client) as first, anyio.create_task_group() as tg:
             async def search(query: str) -> None:
                 answers.append(await client.post("/api/v1/protocols/search",
@@ -214,7 +220,7 @@ async def test_beyond_the_slots_requests_wait_their_turn_then_are_served(
 async def test_a_full_queue_is_shed_with_503_and_retry_after(kairos: Kairos) -> None:
     async with _client(_app(kairos, max_inflight=1, max_queue=1)) as client:
         async with _one_slot_taken(client) as first, anyio.create_task_group() as tg:
-            queued: list[httpx.Response] = []
+            queued: list[httpx2.Response] = []
 
             async def wait_in_line() -> None:
                 queued.append(await client.post("/api/v1/protocols/search",
@@ -242,7 +248,7 @@ async def test_a_wait_past_the_deadline_is_shed_with_503(kairos: Kairos) -> None
         assert late.json()["error_code"] == "OVERLOADED"
 
 
-async def _until_waiting(client: httpx.AsyncClient, n: int) -> None:
+async def _until_waiting(client: httpx2.AsyncClient, n: int) -> None:
     """Until ``n`` requests wait in the app's admission queue (bounded)."""
     gate = _gate(client)
     with anyio.fail_after(10):
@@ -250,7 +256,7 @@ async def _until_waiting(client: httpx.AsyncClient, n: int) -> None:
             await anyio.lowlevel.checkpoint()
 
 
-def _gate(client: httpx.AsyncClient) -> Any:
+def _gate(client: httpx2.AsyncClient) -> Any:
     """The app's Gate middleware, as built by Starlette."""
     app = client._transport.app  # type: ignore[attr-defined]
     stack = app.middleware_stack

@@ -6,16 +6,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 
-from kairos.domain import limits
 from kairos.domain.errors import KairosError
 from kairos.domain.texts import CREATE_PROTOCOL_URI
 from kairos.service import Caller, Kairos
-from tests.conftest import RACE_TRIALS, in_process
+from tests.conftest import RACE_TRIALS, in_process, make_kairos
 from tests.service.test_races import _together
 from tests.spec.seedkit import mint_three, shell_ok
 from tests.surfaces.test_auth import TOKENS, A, B
@@ -64,7 +64,7 @@ def test_built_in_statistics_are_kept_per_space(kairos: Kairos) -> None:
     assert (b["runs"], b["failures"], b["steps"][0]["failures"]) == (0, 0, 0)
     listed = {s: {p["uri"]: p for p in kairos.list_protocols(
         Caller(space=s), builtin=True)["items"]}[CREATE_PROTOCOL_URI] for s in ("A", "B")}
-    assert (listed["A"]["runs"], listed["B"]["runs"]) == (2, 0)
+    assert (listed["A"]["stats"]["runs"], listed["B"]["stats"]["runs"]) == (2, 0)
     for space, runs in (("A", 2), ("B", 0)):
         overview = kairos.protocol_overview(CREATE_PROTOCOL_URI, Caller(space=space))
         assert overview["stats"]["runs"] == runs
@@ -100,16 +100,16 @@ def test_a_spent_nonce_is_inert(kairos: Kairos, trial: int) -> None:
 # --- HTTP: session ids and MCP sessions stay with their space and their transport ----------
 
 @pytest.fixture
-async def http(kairos: Kairos) -> AsyncIterator[httpx.AsyncClient]:
+async def http(kairos: Kairos) -> AsyncIterator[httpx2.AsyncClient]:
     async with in_process(kairos, tokens=TOKENS) as client:
         yield client
 
 
-async def _open(http: httpx.AsyncClient, token: dict[str, str]) -> httpx.Response:
+async def _open(http: httpx2.AsyncClient, token: dict[str, str]) -> httpx2.Response:
     return await http.post("/mcp", json=INITIALIZE, headers={**token, **MCP})
 
 
-def _sse(response: httpx.Response) -> dict[str, Any]:
+def _sse(response: httpx2.Response) -> dict[str, Any]:
     """The one JSON-RPC message of an MCP response (JSON, or one SSE event)."""
     if response.headers.get("content-type", "").startswith("application/json"):
         return dict(response.json())
@@ -117,8 +117,8 @@ def _sse(response: httpx.Response) -> dict[str, Any]:
     return dict(json.loads(data[0]))
 
 
-async def _tool(http: httpx.AsyncClient, token: dict[str, str], session: str, name: str,
-                args: dict[str, Any]) -> httpx.Response:
+async def _tool(http: httpx2.AsyncClient, token: dict[str, str], session: str, name: str,
+                args: dict[str, Any]) -> httpx2.Response:
     await http.post("/mcp", headers={**token, **MCP, "mcp-session-id": session},
                     json={"jsonrpc": "2.0", "method": "notifications/initialized"})
     return await http.post("/mcp", headers={**token, **MCP, "mcp-session-id": session},
@@ -128,7 +128,7 @@ async def _tool(http: httpx.AsyncClient, token: dict[str, str], session: str, na
 
 @pytest.mark.anyio
 async def test_session_headers_of_another_space_or_transport_reach_no_run(
-        http: httpx.AsyncClient, kairos: Kairos) -> None:
+        http: httpx2.AsyncClient, kairos: Kairos) -> None:
     opened = await _open(http, A)
     session = opened.headers["mcp-session-id"]
     begun = _sse(await _tool(http, A, session, "kairos_begin", {"uri": CREATE_PROTOCOL_URI}))
@@ -154,10 +154,9 @@ async def test_session_headers_of_another_space_or_transport_reach_no_run(
 
 
 @pytest.mark.anyio
-async def test_a_credential_holds_a_bounded_number_of_mcp_sessions(
-        http: httpx.AsyncClient) -> None:
-    limits.configure(mcp_sessions=2)
-    try:
+async def test_a_credential_holds_a_bounded_number_of_mcp_sessions(home: Path) -> None:
+    kairos = make_kairos(home, KAIROS_MAX_MCP_SESSIONS="2")
+    async with in_process(kairos, tokens=TOKENS) as http:
         sessions = [(await _open(http, A)).headers["mcp-session-id"] for _ in range(2)]
         refused = await _open(http, A)
         assert refused.status_code == 429
@@ -167,5 +166,3 @@ async def test_a_credential_holds_a_bounded_number_of_mcp_sessions(
         assert ended.status_code == 200
         assert (await _open(http, A)).status_code == 200
         assert (await _open(http, A)).status_code == 429
-    finally:
-        limits.configure()

@@ -20,14 +20,15 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 from sqlalchemy import make_url, text
 
 from kairos.config import load_settings
 from kairos.mcp import ServiceRef, build_server
-from kairos.service import Kairos
+from kairos.service.wiring import open_service
 from kairos.store import db
+from tests.client import Agent
 from tests.conftest import PG_URL, in_process, make_kairos
 
 pytestmark = pytest.mark.anyio
@@ -60,13 +61,13 @@ def _remount(disk: Path, mode: str) -> None:
     subprocess.run(["mount", "-o", f"remount,{mode}", str(disk)], check=True)
 
 
-def _sqlite(home: Path) -> Kairos:
+def _sqlite(home: Path) -> Agent:
     """A service on an SQLite store in ``home``, whatever backend the suite runs on."""
     settings = load_settings(env={"KAIROS_HOME": str(home), "KAIROS_EMBEDDER": "none"})
-    return Kairos(settings, background=False)
+    return Agent(open_service(settings, background=False))
 
 
-async def _refused(http: httpx.AsyncClient, code: str) -> None:
+async def _refused(http: httpx2.AsyncClient, code: str) -> None:
     """A write on REST and a tool call on MCP answer the fault; /health reports it."""
     minted = await http.post("/api/v1/protocols", json={"markdown_doc": SECOND})
     assert minted.status_code == 503, minted.text
@@ -77,13 +78,14 @@ async def _refused(http: httpx.AsyncClient, code: str) -> None:
     assert (health.json()["status"], health.json()["store"]["fault"]) == ("unhealthy", code)
 
 
-async def _mcp_error(kairos: Kairos) -> str:
+async def _mcp_error(kairos: Agent) -> str:
     """The error code of an MCP kairos_mint, through the real SDK client in memory."""
     from mcp import Client
 
     from kairos.mcp import local_identity
 
-    server = build_server(ServiceRef.of(kairos), identify=local_identity("default", "s"))
+    server = build_server(ServiceRef.of(kairos.service), limits=kairos.limits,
+                          identify=local_identity("default", "s"))
     async with Client(server) as client:
         result = await client.call_tool("kairos_mint", {"markdown_doc": SECOND})
     assert result.is_error

@@ -10,7 +10,7 @@ import uuid
 from functools import partial
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 from anyio.from_thread import start_blocking_portal
 from hypothesis import HealthCheck, Phase, given, settings
@@ -112,7 +112,8 @@ def arguments(spec: ToolSpec, uris: list[str]) -> st.SearchStrategy[dict[str, An
 def test_no_tool_call_is_an_internal_error(kairos: Kairos) -> None:
     minted = kairos.mint(THREE_STEPS)["items"][0]
     uris = [s["uri"] for s in minted["steps"]]
-    server = build_server(ServiceRef.of(kairos), identify=local_identity("default", "fuzz"))
+    server = build_server(ServiceRef.of(kairos.service), limits=kairos.limits,
+                          identify=local_identity("default", "fuzz"))
     internal: list[str] = []
     calls = 0
     with start_blocking_portal() as portal, portal.wrap_async_context_manager(
@@ -144,7 +145,8 @@ def test_no_tool_call_is_an_internal_error(kairos: Kairos) -> None:
 async def test_no_rest_body_is_a_server_error(kairos: Kairos) -> None:
     minted = kairos.mint(THREE_STEPS)["items"][0]
     uris = [s["uri"] for s in minted["steps"]]
-    app = create_app(kairos, mcp_factory=partial(build_server, ServiceRef.of(kairos)))
+    service = kairos.service
+    app = create_app(service, mcp_factory=partial(build_server, ServiceRef.of(service)))
     bodies = [(t, arguments(t, uris)) for t in TOOLS if t.name in REST]
     examples: list[tuple[str, dict[str, Any]]] = []
 
@@ -158,7 +160,7 @@ async def test_no_rest_body_is_a_server_error(kairos: Kairos) -> None:
     for spec, strategy in bodies:
         collector(spec.name, strategy)()
     errors: list[str] = []
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
+    async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=app),
                                  base_url=BASE) as http:
         for name, args in examples:
             method, path = REST[name]

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 
 from tests.conftest import PG_URL, loopback_socket, make_kairos
@@ -42,9 +42,9 @@ def _serve(home: Path, port: int) -> subprocess.Popen[bytes]:
         if proc.poll() is not None:
             raise RuntimeError(f"kairos serve exited with {proc.returncode}")
         try:
-            if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
+            if httpx2.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
                 return proc
-        except httpx.HTTPError:
+        except httpx2.HTTPError:
             pass
         time.sleep(0.05)  # polling a process we do not control, bounded by the deadline
     proc.kill()
@@ -62,7 +62,7 @@ class Load:
         self.stop = threading.Event()
 
     def mint(self) -> None:
-        with httpx.Client(base_url=self.url, timeout=30) as http:
+        with httpx2.Client(base_url=self.url, timeout=30) as http:
             for i in range(10_000):
                 title = f"Kill round {self.round} protocol {i}"
                 doc = (f"# {title}\n\n## Rotate key {i}\n\nRotate signing key {i} of "
@@ -71,7 +71,7 @@ class Load:
                 try:
                     r = http.post("/api/v1/protocols",
                                   json={"markdown_doc": doc, "force_update": True})
-                except httpx.HTTPError:
+                except httpx2.HTTPError:
                     return
                 if r.status_code == 201:
                     self.minted[title] = r.json()["items"][0]["uri"]
@@ -79,7 +79,7 @@ class Load:
                     return
 
     def run(self, agent: str) -> None:
-        with httpx.Client(base_url=self.url, timeout=30,
+        with httpx2.Client(base_url=self.url, timeout=30,
                           headers={"X-CHL-Session": agent}) as http:
             turn = 0
             while not self.stop.is_set():
@@ -98,15 +98,15 @@ class Load:
                                      json={"uri": self.steps[-1], **attest})
                     if done.status_code == 200:
                         self.outcomes[done.json()["run_id"]] = attest["outcome"]
-                except (httpx.HTTPError, KeyError, ValueError):
+                except (httpx2.HTTPError, KeyError, ValueError):
                     return
 
     def search(self) -> None:
-        with httpx.Client(base_url=self.url, timeout=30) as http:
+        with httpx2.Client(base_url=self.url, timeout=30) as http:
             while not self.stop.is_set():
                 try:
                     http.post("/api/v1/protocols/search", json={"query": "rotate a key"})
-                except httpx.HTTPError:
+                except httpx2.HTTPError:
                     return
 
 
@@ -116,7 +116,7 @@ def test_acknowledged_writes_survive_kill_9(home: Path) -> None:
     sock.close()  # the server binds the port itself
     url = f"http://127.0.0.1:{port}"
     proc = _serve(home, port)
-    steps = [s["uri"] for s in httpx.post(f"{url}/api/v1/protocols", json={
+    steps = [s["uri"] for s in httpx2.post(f"{url}/api/v1/protocols", json={
         "markdown_doc": THREE_STEPS}, timeout=30).json()["items"][0]["steps"]]
     minted: dict[str, str] = {}
     spent: list[dict[str, Any]] = []
@@ -141,7 +141,7 @@ def test_acknowledged_writes_survive_kill_9(home: Path) -> None:
             proc = _serve(home, port)
         assert minted and spent and outcomes, "the load made no acknowledged writes"
 
-        with httpx.Client(base_url=url, timeout=30) as http:
+        with httpx2.Client(base_url=url, timeout=30) as http:
             for title, uri in minted.items():
                 r = http.get(f"/api/v1/protocols/{uri.rsplit('/', 1)[1]}",
                              params={"protocol": "true"})
@@ -149,7 +149,7 @@ def test_acknowledged_writes_survive_kill_9(home: Path) -> None:
                 assert len(r.json()["steps"]) == 2, title
             index = http.get("/health").json()["index"]
             assert index["pending"] == 0 and index["with_vectors"] == index["documents"]
-            for run in http.get("/api/v1/runs", params={"limit": 500}).json()["runs"]:
+            for run in http.get("/api/v1/runs", params={"limit": 500}).json()["items"]:
                 report = http.get(f"/api/v1/runs/{run['run_id']}/verify").json()
                 assert report["valid"] is True, report
             for answer in spent[:20]:

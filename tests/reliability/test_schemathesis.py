@@ -47,8 +47,8 @@ BEYOND_SCHEMA = {"POST /api/v1/protocols", "POST /api/v1/protocols/update",
 @pytest.mark.parametrize("mode", [GenerationMode.POSITIVE, GenerationMode.NEGATIVE],
                          ids=["positive", "negative"])
 def test_every_response_is_the_documented_one(kairos: Kairos, mode: GenerationMode) -> None:
-    app = create_app(kairos, tokens={TOKEN: "default"},
-                     mcp_factory=partial(build_server, ServiceRef.of(kairos)))
+    app = create_app(kairos.service, tokens={TOKEN: "default"},
+                     mcp_factory=partial(build_server, ServiceRef.of(kairos.service)))
     kairos.mint(THREE_STEPS)  # something to find, dump, run and change
     headers = {"host": "127.0.0.1:8765", "authorization": f"Bearer {TOKEN}"}
     schema = schemathesis.openapi.from_asgi("/openapi.json", app, headers=headers)

@@ -9,7 +9,7 @@ import subprocess
 import time
 from pathlib import Path
 
-import httpx
+import httpx2
 
 from tests.conftest import PG_URL
 
@@ -35,9 +35,9 @@ def wait_healthy(url: str, proc: subprocess.Popen[bytes], deadline: float) -> No
         if proc.poll() is not None:
             raise RuntimeError(f"server exited with {proc.returncode}")
         try:
-            if httpx.get(f"{url}/health", timeout=1).status_code == 200:
+            if httpx2.get(f"{url}/health", timeout=1).status_code == 200:
                 return
-        except httpx.HTTPError:
+        except httpx2.HTTPError:
             pass
         time.sleep(0.1)  # polling a process we do not control; bounded by the deadline
     raise TimeoutError(f"{url} did not become healthy")

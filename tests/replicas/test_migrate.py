@@ -11,7 +11,7 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
+import httpx2
 import pytest
 from alembic.config import Config
 from alembic.script import ScriptDirectory
@@ -68,7 +68,7 @@ def test_processes_started_together_on_a_fresh_database_all_come_up_at_head(
             assert f"schema at revision {head}" in err
         base = f"http://127.0.0.1:{port}"
         wait_healthy(base, server, time.monotonic() + 90)
-        minted = httpx.post(f"{base}/api/v1/protocols", timeout=30, json={
+        minted = httpx2.post(f"{base}/api/v1/protocols", timeout=30, json={
             "markdown_doc": "# Rotate the signing keys\n\n## Rotate\n\nRun the script.\n"})
         assert minted.status_code in (200, 201), minted.text
     finally:

@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 
 from tests.replicas.serving import free_port, server_env, wait_healthy
@@ -44,7 +44,7 @@ def replicas(home: Path) -> Iterator[list[str]]:
 
 
 def _post(url: str, path: str, body: dict[str, Any], session: str) -> dict[str, Any]:
-    r = httpx.post(f"{url}/api/v1{path}", json=body, timeout=30,
+    r = httpx2.post(f"{url}/api/v1{path}", json=body, timeout=30,
                    headers={"X-CHL-Session": session})
     assert r.status_code in (200, 201), r.text
     return r.json()
@@ -62,7 +62,7 @@ def test_begin_on_one_replica_finish_on_the_other(replicas: list[str]) -> None:
     done = _post(b, "/runs/attest", {"uri": steps[2], "outcome": "success", "message": "ok",
                                      "solution": shell_ok(response["challenge"])}, "agent")
     assert done["proofs"] == 3
-    verify = httpx.get(f"{a}/api/v1/runs/{done['run_id']}/verify", timeout=30).json()
+    verify = httpx2.get(f"{a}/api/v1/runs/{done['run_id']}/verify", timeout=30).json()
     assert verify["valid"] is True
 
 
@@ -99,5 +99,5 @@ def test_sixteen_agents_over_both_replicas_all_complete(replicas: list[str]) -> 
     assert all(r["proofs"] == 3 for r in results)
     assert len({r["run_id"] for r in results}) == 16
     for r in results:
-        report = httpx.get(f"{replicas[1]}/api/v1/runs/{r['run_id']}/verify", timeout=30).json()
+        report = httpx2.get(f"{replicas[1]}/api/v1/runs/{r['run_id']}/verify", timeout=30).json()
         assert report["valid"] is True

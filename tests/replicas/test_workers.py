@@ -15,7 +15,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import psutil
 import pytest
 
@@ -66,21 +66,21 @@ def served(home: Path, tmp_path: Path) -> Iterator[Served]:
         proc.wait(timeout=60)
 
 
-def _clients(url: str) -> list[httpx.Client]:
+def _clients(url: str) -> list[httpx2.Client]:
     """CLIENTS clients of one agent session, each with its own connection already open
     (the kernel spreads connections over the workers' sockets)."""
-    clients = [httpx.Client(base_url=url, timeout=30, headers={"X-CHL-Session": "agent"})
+    clients = [httpx2.Client(base_url=url, timeout=30, headers={"X-CHL-Session": "agent"})
                for _ in range(CLIENTS)]
     for c in clients:
         assert c.get("/health").status_code == 200
     return clients
 
 
-def _at_once(clients: list[httpx.Client], call: Any) -> list[httpx.Response]:
+def _at_once(clients: list[httpx2.Client], call: Any) -> list[httpx2.Response]:
     """``call(client)`` from every client at the same moment."""
     start = threading.Barrier(len(clients))
 
-    def one(c: httpx.Client) -> httpx.Response:
+    def one(c: httpx2.Client) -> httpx2.Response:
         start.wait(timeout=30)
         return call(c)
 
@@ -121,14 +121,14 @@ def test_a_nonce_answered_through_both_workers_at_once_is_accepted_once(
     refused = {r.json()["error_code"] for r in responses if r not in accepted}
     assert refused == {"NO_ACTIVE_RUN"}  # the nonce is spent: no run waits for it
     # The run goes on from the one accepted answer, with one proof per step.
-    post = partial(httpx.post, headers={"X-CHL-Session": "agent"}, timeout=30)
+    post = partial(httpx2.post, headers={"X-CHL-Session": "agent"}, timeout=30)
     r = post(f"{served.url}/api/v1/runs/next", json={
         "uri": steps[2], "solution": shell_ok(accepted[0].json()["challenge"])}).json()
     done = post(f"{served.url}/api/v1/runs/attest", json={
         "uri": steps[2], "outcome": "success", "message": "ok",
         "solution": shell_ok(r["challenge"])}).json()
     assert done["proofs"] == 3
-    run = httpx.get(f"{served.url}/api/v1/runs/{done['run_id']}/verify", timeout=30).json()
+    run = httpx2.get(f"{served.url}/api/v1/runs/{done['run_id']}/verify", timeout=30).json()
     assert run["valid"] is True
 
 
@@ -148,7 +148,7 @@ def test_racing_mints_of_one_title_through_both_workers_store_one_protocol(
     # title) as a near-copy of it: either way, not stored.
     refused = {r.json()["error_code"] for r in responses if r not in stored}
     assert refused <= {"DUPLICATE_CHAIN", "SIMILAR_MEMORY_FOUND"}, refused
-    page = httpx.get(f"{served.url}/api/v1/protocols", params={"q": "signing"},
+    page = httpx2.get(f"{served.url}/api/v1/protocols", params={"title": "signing"},
                      timeout=30).json()
     assert page["total"] == 1
 
@@ -161,9 +161,9 @@ def test_a_dead_worker_is_reported_and_replaced_and_sigterm_stops_all(
                       "a replacement worker")
     assert f"worker {second.pid} stopped unexpectedly (killed by SIGKILL)" in \
         served.log.read_text()
-    assert httpx.get(f"{served.url}/health", timeout=30).status_code == 200
+    assert httpx2.get(f"{served.url}/health", timeout=30).status_code == 200
     served.proc.send_signal(signal.SIGTERM)
     assert served.proc.wait(timeout=60) == 0
     assert not any(psutil.pid_exists(w.pid) for w in replaced)
-    with pytest.raises(httpx.ConnectError):
-        httpx.get(f"{served.url}/health", timeout=5)
+    with pytest.raises(httpx2.ConnectError):
+        httpx2.get(f"{served.url}/health", timeout=5)

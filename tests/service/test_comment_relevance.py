@@ -58,7 +58,7 @@ def test_the_step_text_leaves_the_challenge_line_out() -> None:
 
 
 @pytest.mark.parametrize(("comment", "step", "refused"), [
-    # seed 001's own example answer to a reflection step
+    # the contract's own example answer to a reflection step
     ("I reviewed the security checklist and verified all three items.",
      "Summarize what you learned from this step.", False),
     ("Fixed the login crash by checking for a missing session before using it.",

@@ -107,7 +107,7 @@ def test_builtins_are_installed_once_and_read_only(kairos: Kairos, home) -> None
     assert refine["uri"] == REFINE_SEARCH_URI and refine["step_count"] >= 3
     # Restarting installs nothing new and keeps every step URI.
     again = make_kairos(home)
-    assert again.protocols.install_builtins() == []
+    assert again.minter.install_builtins() == []
     assert again.dump(CREATE_PROTOCOL_URI, protocol=True) == create
     # Any space may run them, nobody may change them.
     begun = kairos.begin(CREATE_PROTOCOL_URI, Caller(space="elsewhere"))
@@ -121,7 +121,7 @@ def test_builtins_refresh_when_their_source_changes(home) -> None:
     k = make_kairos(home)
     before = k.dump(REFINE_SEARCH_URI, protocol=True)
     source = before["markdown_doc"].replace("## Search again", "## Search once more")
-    changed = k.protocols.install_builtins(
+    changed = k.minter.install_builtins(
         {"00000000-0000-0000-0000-000000002002": source})
     assert changed == [REFINE_SEARCH_URI]
     after = k.dump(REFINE_SEARCH_URI, protocol=True)
@@ -129,8 +129,8 @@ def test_builtins_refresh_when_their_source_changes(home) -> None:
     assert [s["uri"] for s in after["steps"]] == [s["uri"] for s in before["steps"]]
     assert "Search once more" in after["markdown_doc"]
     # The packaged text comes back on the next start, and a second start changes nothing.
-    assert k.protocols.install_builtins() == [REFINE_SEARCH_URI]
-    assert k.protocols.install_builtins() == []
+    assert k.minter.install_builtins() == [REFINE_SEARCH_URI]
+    assert k.minter.install_builtins() == []
     assert k.dump(REFINE_SEARCH_URI, protocol=True) == before
 
 

@@ -27,7 +27,7 @@ def stamp(text: str) -> datetime:
 
 def later(kairos: Kairos, minutes: float) -> datetime:
     """``minutes`` after the newest change of any run."""
-    newest = max(stamp(r["updated_at"]) for r in kairos.browse_runs(limit=100)["items"])
+    newest = max(stamp(r["updated_at"]) for r in kairos.list_runs(limit=100)["items"])
     return newest + timedelta(minutes=minutes)
 
 
@@ -53,7 +53,7 @@ def test_an_idle_active_run_is_abandoned_and_counts_neither_way(kairos: Kairos) 
     kairos.next(steps[2], shell_ok(shown_last["challenge"]), Caller(id="seed"))
     before = counters(kairos, steps[0])
     assert before == (4, 1, 1) and done["proven"]
-    rates = kairos.browse_protocols()["items"][0]["stats"]
+    rates = kairos.list_protocols()["items"][0]["stats"]
 
     assert kairos.expiry.sweep(later(kairos, DAY - 1)) == 0  # not idle long enough yet
     assert kairos.expiry.sweep(later(kairos, DAY + 1)) == 1
@@ -65,8 +65,8 @@ def test_an_idle_active_run_is_abandoned_and_counts_neither_way(kairos: Kairos) 
     statuses = sorted(r["status"] for r in kairos.list_runs()["items"])
     assert statuses == ["abandoned", "completed", "finished", "finished"]
     assert counters(kairos, steps[0]) == before  # neither a success nor a failure
-    assert kairos.browse_protocols()["items"][0]["stats"] == rates
-    assert kairos.browse_runs(status="abandoned")["total"] == 1
+    assert kairos.list_protocols()["items"][0]["stats"] == rates
+    assert kairos.list_runs(status="abandoned")["total"] == 1
 
     with pytest.raises(KairosError) as gone:  # its pending nonce can no longer be answered
         kairos.next(steps[1], shell_ok(idle["challenge"]))

@@ -7,18 +7,17 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 from sqlalchemy import func, select
 
-from kairos.domain import limits
 from kairos.domain.errors import KairosError
 from kairos.domain.proof import chain_hash
 from kairos.service import Caller, Kairos
-from kairos.service.imports import import_lines
-from kairos.service.transfer import export_records
 from kairos.store import schema
+from tests.conftest import make_kairos
 from tests.spec.seedkit import THREE_STEPS, shell_ok
 
 A, B = Caller("team-a", "agent-1"), Caller("team-b", "agent-1")
@@ -40,7 +39,7 @@ def populate(k: Kairos, caller: Caller = A) -> list[str]:
 
 
 def exported(k: Kairos, caller: Caller = A) -> Records:
-    return list(export_records(k, caller))
+    return list(k.export_records(caller))
 
 
 def lines(records: Records) -> list[bytes]:
@@ -61,7 +60,7 @@ def refused(k: Kairos, records: Records | list[bytes], caller: Caller = B
     before = counts(k)
     data = records if records and isinstance(records[0], bytes) else lines(records)  # type: ignore[arg-type]
     with pytest.raises(KairosError) as info:
-        import_lines(k, data, caller)
+        k.import_records(data, caller)
     assert counts(k) == before
     error = info.value.to_dict()
     for leak in ("INSERT", "SELECT", "psycopg", "sqlite3", "Traceback", "RecursionError"):
@@ -92,7 +91,7 @@ def test_an_export_copied_into_another_space_of_the_same_store(kairos: Kairos) -
     populate(kairos)
     records = exported(kairos)
     before_a = exported(kairos)
-    report = import_lines(kairos, lines(records), B)
+    report = kairos.import_records(lines(records), B)
     assert report["new_ids"]["protocols"] == 1 and report["new_ids"]["steps"] == 3
     assert exported(kairos)[1:] == before_a[1:]  # space A is untouched
     copy = exported(kairos, B)
@@ -102,13 +101,13 @@ def test_an_export_copied_into_another_space_of_the_same_store(kairos: Kairos) -
         r["id"] for r in rows_of(records, "protocols")}
     found = kairos.search("project setup", B)
     assert found["choices"][0]["role"] == "match"
-    again = import_lines(kairos, lines(records), B)
+    again = kairos.import_records(lines(records), B)
     assert again["inserted"] == {} and sum(again["skipped"].values()) == len(records) - 1
 
 
 def test_imported_runs_are_history_not_runs_earned_here(kairos: Kairos) -> None:
     populate(kairos)
-    import_lines(kairos, lines(exported(kairos)), B)
+    kairos.import_records(lines(exported(kairos)), B)
     runs = kairos.run_history(B)
     assert {(r["status"], r["proven"]) for r in runs} == {("imported", False)}
     for run in runs:
@@ -123,7 +122,7 @@ def test_imported_runs_are_history_not_runs_earned_here(kairos: Kairos) -> None:
 
 def test_an_imported_run_takes_no_answers(kairos: Kairos) -> None:
     steps = populate(kairos)
-    import_lines(kairos, lines(exported(kairos)), B)
+    kairos.import_records(lines(exported(kairos)), B)
     first = kairos.search("project setup", B)["choices"][0]["uri"]
     uri = kairos.dump(first, B, protocol=True)["steps"][1]["uri"]
     assert uri != steps[1]
@@ -159,7 +158,7 @@ def _forge(records: Records) -> Records:
 
 def test_a_forged_run_with_a_recomputed_chain_is_not_proven_here(kairos: Kairos) -> None:
     populate(kairos)
-    import_lines(kairos, lines(_forge(exported(kairos))), B)
+    kairos.import_records(lines(_forge(exported(kairos))), B)
     forged = [r for r in kairos.run_history(B) if r["outcome"] == "success"]
     assert len(forged) == 2
     for run in forged:
@@ -276,7 +275,7 @@ def test_claimed_metrics_are_not_imported(kairos: Kairos) -> None:
         "protocol_id": pid, "space": "team-a", "runs": 999_999, "successes": 999_999,
         "failures": 0, "quality_bonus": 1.0, "last_outcome": "success",
         "last_run_at": None, "per_model": {}}})
-    report = import_lines(kairos, lines(records), B)
+    report = kairos.import_records(lines(records), B)
     assert report["ignored"] == {"protocol_metrics": 1}
     with kairos.store.read() as repo:
         mine = repo.conn.execute(select(schema.protocol_metrics.c.successes).where(
@@ -295,7 +294,7 @@ def test_rows_naming_another_spaces_records_never_reach_them(kairos: Kairos) -> 
     for row in rows_of(mine, "protocols") + rows_of(mine, "steps"):
         row["id" if "title" in row else "protocol_id"] = victim["protocol"]
     before = exported(kairos)
-    import_lines(kairos, lines(mine), Caller("team-c"))
+    kairos.import_records(lines(mine), Caller("team-c"))
     assert exported(kairos)[1:] == before[1:]
     assert kairos.verify_run(victim["run"], A)["valid"] is True
     assert len(kairos.dump(steps[0], A, protocol=True)["steps"]) == 3
@@ -312,14 +311,11 @@ def test_lines_that_are_not_json_objects_are_refused(
     assert error["field"] == field and error["line"] >= 1
 
 
-def test_a_line_longer_than_any_request_is_refused(kairos: Kairos) -> None:
-    limits.configure(body_bytes=1000)
-    try:
-        error = refused(kairos, [b'{"format": "kairos-export", "version": 1}\n',
-                                 b'{"table": "manuals", "row": {"title": "' + b"x" * 3000
-                                 + b'"}}\n'])
-    finally:
-        limits.configure()
+def test_a_line_longer_than_any_request_is_refused(home: Path) -> None:
+    small = make_kairos(home, KAIROS_EMBEDDER="none", KAIROS_MAX_BODY_BYTES="1000")
+    error = refused(small, [b'{"format": "kairos-export", "version": 1}\n',
+                            b'{"table": "manuals", "row": {"title": "' + b"x" * 3000
+                            + b'"}}\n'])
     assert (error["field"], error["line"]) == ("file", 2)
 
 
@@ -334,7 +330,7 @@ def test_a_refusal_at_the_last_line_writes_nothing(kairos: Kairos) -> None:
 
 def test_an_imported_run_cannot_be_aborted_or_listed_as_active(kairos: Kairos) -> None:
     populate(kairos)
-    import_lines(kairos, lines(exported(kairos)), B)
+    kairos.import_records(lines(exported(kairos)), B)
     run = kairos.run_history(B)[0]
     with pytest.raises(KairosError) as info:
         kairos.abort_run(run["run_id"], B, "stop")

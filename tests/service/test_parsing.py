@@ -20,7 +20,7 @@ LISTS = "# Lists\n\n## Only\n\n" + "- item\n" * 60_000
 
 @pytest.fixture
 def parser() -> Iterator[Parser]:
-    p = Parser()
+    p = Parser(limits.DEFAULT)
     yield p
     p.close()
 
@@ -39,24 +39,24 @@ def test_errors_cross_whole_with_their_line_and_field(parser: Parser) -> None:
     assert info.value.line is not None and info.value.field == "markdown_doc"
 
 
-def test_the_worker_parses_under_the_callers_limits(parser: Parser) -> None:
-    limits.configure(steps=100)
+def test_the_worker_parses_under_the_callers_limits() -> None:
+    parser = Parser(limits.Limits(steps=100))
     try:
         with pytest.raises(MarkdownError) as info:
             parser.parse(LARGE)
     finally:
-        limits.configure()
+        parser.close()
     assert info.value.code == "DOCUMENT_TOO_LARGE" and "at most 100 steps" in str(
         info.value.expected)
 
 
-def test_the_size_limit_is_checked_before_anything_is_sent(parser: Parser) -> None:
-    limits.configure(document_bytes=INLINE_CHARS * 2)
+def test_the_size_limit_is_checked_before_anything_is_sent() -> None:
+    parser = Parser(limits.Limits(document_bytes=INLINE_CHARS * 2))
     try:
         with pytest.raises(MarkdownError) as info:
             parser.parse("# T\n\n## S\n\n" + "x" * INLINE_CHARS * 3)
     finally:
-        limits.configure()
+        parser.close()
     assert info.value.code == "DOCUMENT_TOO_LARGE" and parser._pool is None
 
 

@@ -7,7 +7,7 @@ import threading
 import time
 from pathlib import Path
 
-import httpx
+import httpx2
 import numpy as np
 import pytest
 
@@ -62,18 +62,18 @@ def test_a_write_reports_fyi_duplicates(kairos: Kairos) -> None:
     assert all(d["score"] < 0.9 for d in item["duplicates"])
 
 
-def _openai_server(dim: int = 8) -> httpx.MockTransport:
+def _openai_server(dim: int = 8) -> httpx2.MockTransport:
     """An OpenAI-compatible /v1/embeddings endpoint (deterministic vectors)."""
-    def handler(request: httpx.Request) -> httpx.Response:
+    def handler(request: httpx2.Request) -> httpx2.Response:
         if request.url.path != "/v1/embeddings":
-            return httpx.Response(404)
+            return httpx2.Response(404)
         if request.headers.get("authorization") != "Bearer sk-test":
-            return httpx.Response(401, json={"error": "bad key"})
+            return httpx2.Response(401, json={"error": "bad key"})
         body = json.loads(request.content)
         data = [{"index": i, "embedding": [float((hash(t) >> s) % 7) + 1 for s in range(dim)]}
                 for i, t in enumerate(body["input"])]
-        return httpx.Response(200, json={"data": list(reversed(data)), "model": body["model"]})
-    return httpx.MockTransport(handler)
+        return httpx2.Response(200, json={"data": list(reversed(data)), "model": body["model"]})
+    return httpx2.MockTransport(handler)
 
 
 def test_openai_compatible_embedder() -> None:
@@ -110,13 +110,13 @@ def test_writes_while_the_provider_is_down_are_queued_and_drained(home: Path) ->
     up = threading.Event()
     server = _openai_server()
 
-    def flaky(request: httpx.Request) -> httpx.Response:
+    def flaky(request: httpx2.Request) -> httpx2.Response:
         if not up.is_set():
-            return httpx.Response(503, json={"error": "loading"})
+            return httpx2.Response(503, json={"error": "loading"})
         return server.handle_request(request)
 
     embedder = OpenAIEmbedder("http://tei.local/v1", "m", "sk-test",
-                              transport=httpx.MockTransport(flaky))
+                              transport=httpx2.MockTransport(flaky))
     k = make_kairos(home, embedder)
     k.write_entry({"entity_type": "experience", "category": "general", "title": "Warm caches",
                    "playbook": "Warm the cache before traffic arrives."})

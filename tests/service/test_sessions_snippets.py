@@ -6,7 +6,8 @@ import threading
 
 import pytest
 
-from kairos.search.sessions import SessionStore, valid_session_id
+from kairos.domain.caller import valid_session_id
+from kairos.search.sessions import SessionStore
 from kairos.search.snippets import make_snippet, sentences
 
 

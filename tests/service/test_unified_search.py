@@ -1,4 +1,4 @@
-"""Seed 002: entries, the unified search, session memory and the quality rails."""
+"""Contract §5: entries, the unified search, session memory and the quality rails."""
 
 from __future__ import annotations
 

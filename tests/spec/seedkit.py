@@ -1,4 +1,5 @@
-"""Protocols and helpers that reproduce the seed scenarios against the real service."""
+"""Protocols and helpers that reproduce the contract's scenarios (docs/contract.md) against
+the real service."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Seed 000: kairos_search — single, multiple, weak and no matches, in both modes
+"""Contract §3: kairos_search — single, multiple, weak and no matches, in both modes
 (vectors from the deterministic test embedder, and text only)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Seed 001: every challenge example — the step markdown, the challenge shown, and the
+"""Contract §2: every challenge form — the step markdown, the challenge shown, and the
 success and failure solutions — driven through the service."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Seed 003: kairos_next — continue, completed, recoverable error, max retries."""
+"""Contract §4: kairos_next — continue, completed, recoverable error, max retries."""
 
 from __future__ import annotations
 
@@ -58,7 +58,7 @@ def test_scenario_2_completed(kairos: Kairos) -> None:
     first = kairos.begin(steps[0])
     second = kairos.next(steps[1], shell_ok(first["challenge"]))
     response = kairos.next(steps[2], shell_ok(second["challenge"], duration_seconds=0.2))
-    # DESIGN rule 4: the last step shows the shell challenge it declares (the seed's
+    # Contract R4: the last step shows the shell challenge it declares (the seed's
     # comment challenge there is a documented error).
     assert_seed(response, {
         "must_obey": True,
@@ -88,7 +88,7 @@ def test_scenario_3a_wrong_nonce_is_recoverable(kairos: Kairos) -> None:
     response = kairos.next(steps[1], {
         "type": "shell", "nonce": "wrong-nonce-value", "proof_hash": GENESIS_HASH,
         "shell": {"exit_code": 0}})
-    # DESIGN rule 11: the refused step (step 1) is shown with a fresh challenge.
+    # Contract R11: the refused step (step 1) is shown with a fresh challenge.
     assert_seed(response, {
         "must_obey": True,
         "current_step": {"uri": AAA, "content": STEP1_CONTENT, "mimeType": "text/markdown"},

@@ -1,4 +1,4 @@
-"""Seed 004: kairos_begin — multi-step, single-step, redirect to step 1."""
+"""Contract §4: kairos_begin — multi-step, single-step, redirect to step 1."""
 
 from __future__ import annotations
 
@@ -61,7 +61,7 @@ def test_scenario_2_single_step(kairos: Kairos) -> None:
 def test_scenario_3_redirect_to_step_1(kairos: Kairos) -> None:
     steps, uri_map = mint_three(kairos)
     response = kairos.begin(steps[1])
-    # DESIGN rule 5: the redirect also carries a nonce and the hash to echo.
+    # Contract R5: the redirect also carries a nonce and the hash to echo.
     assert_seed(response, {
         "must_obey": True,
         "current_step": {"uri": AAA, "content": STEP1_CONTENT, "mimeType": "text/markdown"},

@@ -7,7 +7,6 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-import httpx
 import httpx2
 import pytest
 from mcp import Client
@@ -52,11 +51,11 @@ def test_without_tokens_only_loopback_is_allowed() -> None:
 
 
 @pytest.fixture
-async def http(kairos: Kairos) -> AsyncIterator[httpx.AsyncClient]:
-    app = create_app(kairos, tokens=TOKENS,
-                     mcp_factory=partial(build_server, ServiceRef.of(kairos)))
-    async with app.router.lifespan_context(app), httpx.AsyncClient(
-            transport=httpx.ASGITransport(app=app), base_url=BASE) as client:
+async def http(kairos: Kairos) -> AsyncIterator[httpx2.AsyncClient]:
+    app = create_app(kairos.service, tokens=TOKENS,
+                     mcp_factory=partial(build_server, ServiceRef.of(kairos.service)))
+    async with app.router.lifespan_context(app), httpx2.AsyncClient(
+            transport=httpx2.ASGITransport(app=app), base_url=BASE) as client:
         client.app = app  # type: ignore[attr-defined]
         yield client
 
@@ -70,7 +69,7 @@ async def http(kairos: Kairos) -> AsyncIterator[httpx.AsyncClient]:
     ("/openapi.json", {}),
     ("/mcp", {}),
 ])
-async def test_every_route_but_health_needs_a_token(http: httpx.AsyncClient, path: str,
+async def test_every_route_but_health_needs_a_token(http: httpx2.AsyncClient, path: str,
                                                     headers: dict[str, str]) -> None:
     response = await http.get(path, headers=headers)
     assert response.status_code == 401
@@ -88,13 +87,13 @@ async def test_every_route_but_health_needs_a_token(http: httpx.AsyncClient, pat
 @pytest.mark.anyio
 @pytest.mark.req("D4-5")
 async def test_a_token_for_space_a_cannot_read_run_or_delete_space_b(
-        http: httpx.AsyncClient, kairos: Kairos) -> None:
+        http: httpx2.AsyncClient, kairos: Kairos) -> None:
     minted = await http.post("/api/v1/protocols", headers=B, json={"markdown_doc": THREE_STEPS})
     assert minted.status_code == 201
     steps = [s["uri"] for s in minted.json()["items"][0]["steps"]]
     step_id = steps[0].removeprefix("kairos://mem/")
     begun = await http.post("/api/v1/runs/begin", headers=B, json={"uri": steps[0]})
-    run_id = (await http.get("/api/v1/runs", headers=B)).json()["runs"][0]["run_id"]
+    run_id = (await http.get("/api/v1/runs", headers=B)).json()["items"][0]["run_id"]
 
     assert (await http.get(f"/api/v1/protocols/{step_id}", headers=A)).status_code == 404
     assert (await http.post("/api/v1/runs/begin", headers=A,
@@ -104,7 +103,7 @@ async def test_a_token_for_space_a_cannot_read_run_or_delete_space_b(
                             json={"uri": steps[1], "solution": answer})).status_code == 404
     assert (await http.get(f"/api/v1/runs/{run_id}/proofs", headers=A)).status_code == 404
     assert (await http.get(f"/api/v1/runs/{run_id}/verify", headers=A)).status_code == 404
-    assert (await http.get("/api/v1/runs", headers=A)).json()["count"] == 0
+    assert (await http.get("/api/v1/runs", headers=A)).json()["total"] == 0
     deleted = (await http.post("/api/v1/protocols/delete", headers=A,
                                json={"uris": steps, "protocol": True})).json()
     assert deleted["total_deleted"] == 0
@@ -129,22 +128,22 @@ async def test_a_token_for_space_a_cannot_read_run_or_delete_space_b(
 
 @pytest.mark.anyio
 async def test_the_callers_of_a_token_are_the_token_and_its_sessions(
-        http: httpx.AsyncClient) -> None:
+        http: httpx2.AsyncClient) -> None:
     minted = await http.post("/api/v1/protocols", headers=A, json={"markdown_doc": THREE_STEPS})
     first = minted.json()["items"][0]["uri"]
     await http.post("/api/v1/runs/begin", headers=A, json={"uri": first})
     await http.post("/api/v1/runs/begin", headers={**A, "X-CHL-Session": "agent-9"},
                     json={"uri": first})
     callers: list[Any] = [r["caller"] for r in
-                          (await http.get("/api/v1/runs", headers=A)).json()["runs"]]
+                          (await http.get("/api/v1/runs", headers=A)).json()["items"]]
     assert sorted(callers) == sorted(["agent-9", token_id("alpha-secret")])
 
 
 @pytest.mark.anyio
 async def test_stateless_mcp_takes_identity_from_the_session_header(kairos: Kairos) -> None:
     """Replicas without sticky sessions: no transport session, the header names the caller."""
-    app = create_app(kairos, tokens=TOKENS, mcp_stateless=True,
-                     mcp_factory=partial(build_server, ServiceRef.of(kairos)))
+    app = create_app(kairos.service, tokens=TOKENS, mcp_stateless=True,
+                     mcp_factory=partial(build_server, ServiceRef.of(kairos.service)))
     async with app.router.lifespan_context(app):
         for mode in ("auto", "legacy"):
             async with httpx2.AsyncClient(

@@ -10,12 +10,11 @@ import pytest
 from typer.testing import CliRunner
 
 from kairos.cli import main as cli
-from kairos.config import Settings, load_settings
 from kairos.service import Caller, Kairos
 from kairos.service.transfer import NOT_EXPORTED, SCOPES
 from kairos.store import schema
 from kairos.store.db import Store
-from tests.conftest import _empty, make_kairos
+from tests.conftest import PG_URL, _empty, make_kairos
 from tests.spec.seedkit import THREE_STEPS, shell_ok
 
 runner = CliRunner()
@@ -23,18 +22,15 @@ runner = CliRunner()
 
 @pytest.fixture
 def env(home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The CLI reads its configuration from the environment, like a user's shell; its
-    service gets the tests' deterministic embedder."""
+    """The CLI reads its configuration from the environment, like a user's shell: the
+    test's store (on PostgreSQL, the suite's database) and the shipped model."""
     monkeypatch.setenv("KAIROS_HOME", str(home))
-    monkeypatch.setenv("KAIROS_EMBEDDER", "none")
+    monkeypatch.setenv("KAIROS_EMBEDDER", "local")
     monkeypatch.setenv("KAIROS_CONFIG", str(home / "absent.toml"))
+    if PG_URL:
+        monkeypatch.setenv("KAIROS_DATABASE_URL", PG_URL)
     for name in ("KAIROS_SPACE", "KAIROS_API_TOKENS", "KAIROS_TOKENS_FILE", "KAIROS_HOST"):
         monkeypatch.delenv(name, raising=False)
-
-    def service(settings: Settings | None = None, *, background: bool = False) -> Kairos:
-        return make_kairos((settings or load_settings()).home_path)
-
-    monkeypatch.setattr(cli, "_service", service)
     return home
 
 
@@ -392,7 +388,8 @@ def test_list_pages_filters_and_json(env: Path, tmp_path: Path) -> None:
     assert run("list", "--tag", "no-such-tag").stdout == ""
     page = json.loads(run("list", "--json", "--limit", "1").stdout)
     assert page["total"] == 3 and page["has_more"] is True and len(page["items"]) == 1
-    assert set(page["items"][0]) >= {"uri", "chain_label", "step_count", "runs", "tags"}
+    assert set(page["items"][0]) >= {"uri", "chain_label", "step_count", "stats", "tags"}
+    assert set(page["items"][0]["stats"]) >= {"runs", "successes", "failures"}
     with_builtins = json.loads(run("list", "--json", "--builtin").stdout)
     assert with_builtins["total"] == 5
     assert sum(p["builtin"] for p in with_builtins["items"]) == 2
@@ -568,8 +565,7 @@ def test_doctor_warns_about_unknown_variables(env: Path,
 def test_search_says_when_it_answered_from_text_only(env: Path, tmp_path: Path,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     run("mint", str(three_steps_file(tmp_path)))
-    monkeypatch.setattr(cli, "_service", lambda settings=None, **_: make_kairos(
-        env, KAIROS_EMBEDDER="none"))
+    monkeypatch.setenv("KAIROS_EMBEDDER", "none")
     shown = run("search", "project setup")
     assert shown.exit_code == 0
     assert "note: Vector search is disabled (embedder 'none'); text search was used." \

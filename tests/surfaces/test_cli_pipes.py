@@ -109,7 +109,7 @@ def test_errors_are_one_line(env: dict[str, str], tmp_path: Path) -> None:
         kairos(env, "doctor", KAIROS_SEARCH_THRESHOLD="2"), 2)
     assert "[INVALID_URI]" in one_error(kairos(env, "dump", "kairos://mem/nope"), 2)
     assert "'nope' is not a protocol step id" in one_error(kairos(env, "dump", "nope"), 2)
-    statuses = "active, completed, finished, abandoned or imported"
+    statuses = "one of 'active', 'completed', 'finished', 'abandoned' or 'imported'"
     assert f"Invalid status: expected {statuses}" in one_error(
         kairos(env, "runs", "--status", "bogus"), 2)
     assert "[INVALID_INPUT]" in one_error(kairos(env, "search", ""), 2)

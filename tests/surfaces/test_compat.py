@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 from mcp import Client
 
@@ -31,7 +31,8 @@ def with_vectors(home: Path) -> Kairos:
 
 
 async def mcp_call(k: Kairos, tool: str, args: dict[str, Any]) -> dict[str, Any]:
-    server = build_server(ServiceRef.of(k), identify=local_identity("default", "s-1"))
+    server = build_server(ServiceRef.of(k.service), limits=k.limits,
+                          identify=local_identity("default", "s-1"))
     async with Client(server) as client:
         result = await client.call_tool(tool, args)
     assert not result.is_error, result.structured_content
@@ -69,8 +70,8 @@ async def test_a_markdown_doc_sent_as_a_json_string_literal_is_decoded(
 
 
 async def test_health_says_healthy(with_vectors: Kairos) -> None:
-    app = create_app(with_vectors)
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
+    app = create_app(with_vectors.service)
+    async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=app),
                                  base_url="http://test") as http:
         health = await http.get("/health")
     assert health.status_code == 200 and health.json()["status"] == "healthy"

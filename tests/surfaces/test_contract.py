@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 from mcp import Client
 
-from kairos.domain import requests as rq
+from kairos.domain.validation import json_schema
 from kairos.mcp import REGISTRY, ServiceRef, build_server, local_identity
 from kairos.service import Kairos
 from tests.spec.seedkit import THREE_STEPS
@@ -23,10 +23,10 @@ STEP = "kairos://mem/00000000-0000-0000-0000-00000000dead"
     ("/api/v1/protocols/update", "POST"),
     ("/api/v1/protocols", "GET, POST"),
     ("/api/v1/entries", "GET, POST"),
-    ("/api/v1/runs/list", "GET"),
+    ("/api/v1/runs", "GET"),
     ("/api/v1/protocols/00000000-0000-0000-0000-00000000dead", "GET"),
 ])
-async def test_allow_names_every_method_of_the_path(http: httpx.AsyncClient, path: str,
+async def test_allow_names_every_method_of_the_path(http: httpx2.AsyncClient, path: str,
                                                       allow: str) -> None:
     response = await http.options(path)
     assert response.status_code == 405
@@ -34,7 +34,7 @@ async def test_allow_names_every_method_of_the_path(http: httpx.AsyncClient, pat
     assert response.json()["error_code"] == "METHOD_NOT_ALLOWED"
 
 
-async def test_an_id_that_is_not_a_uuid_names_no_route(http: httpx.AsyncClient) -> None:
+async def test_an_id_that_is_not_a_uuid_names_no_route(http: httpx2.AsyncClient) -> None:
     for path in ("/api/v1/protocols/update", "/api/v1/runs/not-a-run/proofs"):
         response = await http.get(path)
         assert response.status_code in (404, 405), response.text
@@ -50,7 +50,7 @@ async def test_an_id_that_is_not_a_uuid_names_no_route(http: httpx.AsyncClient) 
                              "quality_bonus": "1"}, "quality_bonus"),
     ("/api/v1/protocols", {"markdown_doc": THREE_STEPS, "colour": "red"}, "colour"),
 ])
-async def test_types_are_strict_and_bodies_closed(http: httpx.AsyncClient, path: str,
+async def test_types_are_strict_and_bodies_closed(http: httpx2.AsyncClient, path: str,
                                                    body: dict[str, Any], field: str) -> None:
     response = await http.post(path, json=body)
     assert response.status_code == 422, response.text
@@ -59,7 +59,7 @@ async def test_types_are_strict_and_bodies_closed(http: httpx.AsyncClient, path:
     assert error["expected"] and error["details"]["errors"][0]["field"] == field
 
 
-async def test_a_whole_float_is_an_integer(http: httpx.AsyncClient, kairos: Kairos) -> None:
+async def test_a_whole_float_is_an_integer(http: httpx2.AsyncClient, kairos: Kairos) -> None:
     kairos.mint(THREE_STEPS)
     response = await http.post("/api/v1/protocols/search",
                                json={"query": "project setup", "limit": 2.0})
@@ -69,7 +69,7 @@ async def test_a_whole_float_is_an_integer(http: httpx.AsyncClient, kairos: Kair
     assert half.status_code == 422 and half.json()["field"] == "limit"
 
 
-async def test_query_strings_are_closed(http: httpx.AsyncClient) -> None:
+async def test_query_strings_are_closed(http: httpx2.AsyncClient) -> None:
     unknown = await http.get("/api/v1/runs", params={"limit": 5, "colour": "red"})
     assert unknown.status_code == 422 and unknown.json()["field"] == "colour"
     twice = await http.get("/api/v1/runs?limit=5&limit=6")
@@ -79,7 +79,7 @@ async def test_query_strings_are_closed(http: httpx.AsyncClient) -> None:
 
 
 async def test_openapi_documents_bodies_errors_and_the_bearer_scheme(
-        http: httpx.AsyncClient) -> None:
+        http: httpx2.AsyncClient) -> None:
     spec = (await http.get("/openapi.json")).json()
     assert spec["components"]["securitySchemes"]["bearer"]["scheme"] == "bearer"
     operations = [(path, method, op) for path, ops in spec["paths"].items()
@@ -97,11 +97,12 @@ async def test_openapi_documents_bodies_errors_and_the_bearer_scheme(
 
 
 async def test_tool_schemas_are_the_request_models(kairos: Kairos) -> None:
-    server = build_server(ServiceRef.of(kairos), identify=local_identity("default", None))
+    server = build_server(ServiceRef.of(kairos.service), limits=kairos.limits,
+                          identify=local_identity("default", None))
     async with Client(server) as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
         for name, spec in REGISTRY.items():
-            assert tools[name].input_schema == rq.json_schema(spec.model)
+            assert tools[name].input_schema == json_schema(spec.model)
             assert "$ref" not in str(tools[name].input_schema)
         refused = await client.call_tool("kairos_delete", {"uris": STEP, "protocol": 0})
         assert refused.is_error
@@ -111,11 +112,16 @@ async def test_tool_schemas_are_the_request_models(kairos: Kairos) -> None:
         assert (unknown.structured_content or {})["field"] == "colour"
 
 
-async def test_real_answers_fit_their_documented_bodies(http: httpx.AsyncClient) -> None:
+async def test_real_answers_fit_their_documented_bodies(http: httpx2.AsyncClient) -> None:
     """Every body of a whole run, a refused answer and a broken chain validates against
     the model that documents it."""
-    from kairos.api import openapi as o
+    from pydantic import TypeAdapter
+
+    from kairos.domain import responses, views
     from tests.spec.seedkit import shell_ok
+
+    def fits(shape: Any, body: Any) -> None:
+        TypeAdapter(shape).validate_python(body)
     from tests.surfaces.conftest import run_three
 
     async def call(tool: str, args: dict[str, Any]) -> dict[str, Any]:
@@ -125,19 +131,19 @@ async def test_real_answers_fit_their_documented_bodies(http: httpx.AsyncClient)
 
     run = await run_three(call)
     for body in run["responses"]:
-        o.StepResult.model_validate(body)
-    o.AttestResult.model_validate(run["final"])
+        fits(responses.StepResult, body)
+    fits(responses.AttestResult, run["final"])
     begun = await call("kairos_begin", {"uri": run["steps"][0]})
     wrong = shell_ok(begun["challenge"]) | {"nonce": "not-the-nonce"}
     refused = await call("kairos_next", {"uri": run["steps"][1], "solution": wrong})
     assert refused["error_code"]
-    o.StepResult.model_validate(refused)
+    fits(responses.StepResult, refused)
     run_id = run["final"]["run_id"]
-    o.ProofLog.model_validate((await http.get(f"/api/v1/runs/{run_id}/proofs")).json())
-    o.Verification.model_validate((await http.get(f"/api/v1/runs/{run_id}/verify")).json())
-    o.RunList.model_validate((await http.get("/api/v1/runs")).json())
-    o.StepDump.model_validate((await http.get(
+    fits(views.ProofLog, (await http.get(f"/api/v1/runs/{run_id}/proofs")).json())
+    fits(views.Verification, (await http.get(f"/api/v1/runs/{run_id}/verify")).json())
+    fits(views.RunPage, (await http.get("/api/v1/runs")).json())
+    fits(responses.StepDump, (await http.get(
         f"/api/v1/protocols/{run['steps'][0].removeprefix('kairos://mem/')}")).json())
-    o.ProtocolDump.model_validate((await http.get(
+    fits(responses.ProtocolDump, (await http.get(
         f"/api/v1/protocols/{run['steps'][0].removeprefix('kairos://mem/')}",
         params={"protocol": "true"})).json())

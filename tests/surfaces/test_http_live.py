@@ -30,8 +30,8 @@ TOKENS = {"alpha-secret": "A"}
 
 @pytest.fixture
 async def url(kairos: Kairos) -> AsyncIterator[str]:
-    app = create_app(kairos, tokens=TOKENS,
-                     mcp_factory=partial(build_server, ServiceRef.of(kairos)))
+    app = create_app(kairos.service, tokens=TOKENS,
+                     mcp_factory=partial(build_server, ServiceRef.of(kairos.service)))
     async with live_server(app) as base:
         yield base
 

@@ -38,7 +38,8 @@ def observed() -> Observed:
 
 @pytest.fixture
 async def client(kairos: Kairos, observed: Observed) -> AsyncIterator[Client]:
-    server = build_server(ServiceRef.of(kairos), identify=local_identity("default", SESSION),
+    server = build_server(ServiceRef.of(kairos.service), limits=kairos.limits,
+                          identify=local_identity("default", SESSION),
                           observe=observed)
     async with Client(server) as c:
         yield c
@@ -161,7 +162,7 @@ async def test_an_unexpected_failure_is_a_generic_tool_error(
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("secret internal detail")
 
-    monkeypatch.setattr(kairos, "begin", broken)
+    monkeypatch.setattr(kairos.service, "begin", broken)
     result = await client.call_tool("kairos_begin", {"uri": "kairos://mem/x"})
     assert result.is_error
     assert result.structured_content == INTERNAL_BODY

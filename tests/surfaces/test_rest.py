@@ -1,11 +1,11 @@
-"""REST through ``httpx.ASGITransport``: every route, status codes, the error shape, and
+"""REST through ``httpx2.ASGITransport``: every route, status codes, the error shape, and
 that bad input never reaches a 500."""
 
 from __future__ import annotations
 
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 
 from kairos.api.app import INTERNAL_BODY
@@ -24,7 +24,7 @@ OPERATIONS = {  # MCP tool name → REST call, so the same driver runs both surf
 }
 
 
-def rest(http: httpx.AsyncClient) -> Any:
+def rest(http: httpx2.AsyncClient) -> Any:
     async def call(tool: str, args: dict[str, Any]) -> dict[str, Any]:
         method, path = OPERATIONS[tool]
         response = await http.request(method, path, json=args)
@@ -33,7 +33,7 @@ def rest(http: httpx.AsyncClient) -> Any:
     return call
 
 
-async def test_a_run_from_mint_to_verified_proof_log(http: httpx.AsyncClient) -> None:
+async def test_a_run_from_mint_to_verified_proof_log(http: httpx2.AsyncClient) -> None:
     run = await run_three(rest(http))
     run_id = run["final"]["run_id"]
     proofs = await http.get(f"/api/v1/runs/{run_id}/proofs")
@@ -47,11 +47,11 @@ async def test_a_run_from_mint_to_verified_proof_log(http: httpx.AsyncClient) ->
     assert verified.json() == {"run_id": run_id, "valid": True, "proofs": 3, "proven": True,
                                "head": log["proofs"][-1]["proof_hash"], "first_broken": None}
     history = (await http.get("/api/v1/runs", params={"limit": 5})).json()
-    assert history["count"] == 1 and history["runs"][0]["run_id"] == run_id
-    assert history["runs"][0]["status"] == "finished"
+    assert history["total"] == 1 and history["items"][0]["run_id"] == run_id
+    assert history["items"][0]["status"] == "finished"
 
 
-async def test_protocol_routes(http: httpx.AsyncClient) -> None:
+async def test_protocol_routes(http: httpx2.AsyncClient) -> None:
     minted = await http.post("/api/v1/protocols", json={"markdown_doc": THREE_STEPS})
     assert minted.status_code == 201
     steps = [s["uri"] for s in minted.json()["items"][0]["steps"]]
@@ -73,7 +73,7 @@ async def test_protocol_routes(http: httpx.AsyncClient) -> None:
     assert gone.status_code == 404
 
 
-async def test_triggers_and_explain_over_rest(http: httpx.AsyncClient, kairos: Kairos) -> None:
+async def test_triggers_and_explain_over_rest(http: httpx2.AsyncClient, kairos: Kairos) -> None:
     doc = "---\ntriggers: [the site is down]\n---\n" + THREE_STEPS
     steps = [s["uri"] for s in (await http.post(
         "/api/v1/protocols", json={"markdown_doc": doc})).json()["items"][0]["steps"]]
@@ -108,7 +108,7 @@ async def test_triggers_and_explain_over_rest(http: httpx.AsyncClient, kairos: K
     assert bad.status_code == 422 and bad.json()["field"] == "explain"
 
 
-async def test_the_error_shape_is_pinned(http: httpx.AsyncClient) -> None:
+async def test_the_error_shape_is_pinned(http: httpx2.AsyncClient) -> None:
     response = await http.post("/api/v1/runs/begin", json={"uri": "kairos://mem/nope"})
     assert response.status_code == 422
     assert response.json() == {
@@ -133,7 +133,7 @@ async def test_the_error_shape_is_pinned(http: httpx.AsyncClient) -> None:
     ("GET", "/api/v1/search/session?session_id=never-seen"),
     ("POST", "/api/v1/runs/begin"),
 ])
-async def test_unknown_things_are_404(http: httpx.AsyncClient, method: str, path: str) -> None:
+async def test_unknown_things_are_404(http: httpx2.AsyncClient, method: str, path: str) -> None:
     body = {"uri": f"kairos://mem/{MISSING}"} if method == "POST" else None
     response = await http.request(method, path, json=body)
     assert response.status_code == 404
@@ -182,7 +182,7 @@ BAD_INPUT = [
 @pytest.mark.req("D3-12")
 @pytest.mark.parametrize(("method", "path", "body", "field"), BAD_INPUT)
 async def test_bad_input_is_a_structured_4xx_never_a_500(
-        http: httpx.AsyncClient, method: str, path: str, body: Any, field: str | None) -> None:
+        http: httpx2.AsyncClient, method: str, path: str, body: Any, field: str | None) -> None:
     if isinstance(body, bytes):
         response = await http.request(method, path, content=body,
                                       headers={"content-type": "application/json"})
@@ -196,13 +196,13 @@ async def test_bad_input_is_a_structured_4xx_never_a_500(
         assert error.get("field", "").split(".")[0] == field, error
 
 
-async def test_an_unexpected_failure_is_a_generic_500(http: httpx.AsyncClient, kairos: Kairos,
+async def test_an_unexpected_failure_is_a_generic_500(http: httpx2.AsyncClient, kairos: Kairos,
                                                       monkeypatch: pytest.MonkeyPatch,
                                                       caplog: pytest.LogCaptureFixture) -> None:
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("secret internal detail")
 
-    monkeypatch.setattr(kairos, "run_history", broken)
+    monkeypatch.setattr(kairos.service, "list_runs", broken)
     response = await http.get("/api/v1/runs")
     assert response.status_code == 500
     assert response.json() == INTERNAL_BODY
@@ -210,7 +210,7 @@ async def test_an_unexpected_failure_is_a_generic_500(http: httpx.AsyncClient, k
     assert "secret internal detail" in caplog.text
 
 
-async def test_entries_and_the_session_header_over_the_body(http: httpx.AsyncClient) -> None:
+async def test_entries_and_the_session_header_over_the_body(http: httpx2.AsyncClient) -> None:
     categories = (await http.get("/api/v1/categories")).json()["categories"]
     code = categories[0]["code"]
     written = await http.post("/api/v1/entries", json={
@@ -247,7 +247,7 @@ async def test_entries_and_the_session_header_over_the_body(http: httpx.AsyncCli
     assert after.json()["cited_ids"] == [entry_id]
 
 
-async def test_health_metrics_and_openapi(http: httpx.AsyncClient) -> None:
+async def test_health_metrics_and_openapi(http: httpx2.AsyncClient) -> None:
     health = await http.get("/health")
     assert health.status_code == 200
     assert health.json()["status"] == "healthy"
@@ -280,7 +280,7 @@ async def test_health_metrics_and_openapi(http: httpx.AsyncClient) -> None:
     assert next_body["content"]["application/json"]["schema"]["$ref"].endswith("Next")
 
 
-async def test_a_refused_answer_over_rest(http: httpx.AsyncClient) -> None:
+async def test_a_refused_answer_over_rest(http: httpx2.AsyncClient) -> None:
     minted = (await http.post("/api/v1/protocols", json={"markdown_doc": THREE_STEPS})).json()
     steps = [s["uri"] for s in minted["items"][0]["steps"]]
     begun = (await http.post("/api/v1/runs/begin", json={"uri": steps[0]})).json()

@@ -83,7 +83,7 @@ class Site:
 
 @pytest.fixture
 def site(kairos: Kairos, chromium: Any) -> Iterator[Site]:
-    with serve_in_thread(create_app(kairos)) as base:
+    with serve_in_thread(create_app(kairos.service)) as base:
         s = Site(chromium, base)
         yield s
         s.close()

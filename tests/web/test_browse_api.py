@@ -1,4 +1,4 @@
-"""The browsing endpoints through ``httpx.ASGITransport``: listings with paging, one run
+"""The browsing endpoints through ``httpx2.ASGITransport``: listings with paging, one run
 with its chain checked link by link (also after tampering), validation without storing,
 quality over time, entries by category, the UI shell and the offline API docs."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 from sqlalchemy import update
 
@@ -27,7 +27,7 @@ EXTERNAL = re.compile(r"""(?:src|href)\s*=\s*["']?\s*(?:https?:)?//|url\(\s*["']
 BROKEN = '# T\n\n## A\nx\n\n```json\n{"challenge": {"type": "nope"}}\n```\n'
 
 
-def rest(http: httpx.AsyncClient) -> Any:
+def rest(http: httpx2.AsyncClient) -> Any:
     async def call(tool: str, args: dict[str, Any]) -> dict[str, Any]:
         response = await http.post(OPERATIONS[tool], json=args)
         assert response.status_code in (200, 201), response.text
@@ -41,7 +41,7 @@ def doc(title: str, steps: int = 2) -> str:
     return f"# {title}\n\n{body}"
 
 
-async def test_protocols_are_listed_a_page_at_a_time(http: httpx.AsyncClient) -> None:
+async def test_protocols_are_listed_a_page_at_a_time(http: httpx2.AsyncClient) -> None:
     titles = ["Alpha deploy", "Beta rollback", "Gamma backup", "Delta restore", "Epsilon audit"]
     for title in titles:
         r = await http.post("/api/v1/protocols", json={"markdown_doc": doc(title),
@@ -54,23 +54,23 @@ async def test_protocols_are_listed_a_page_at_a_time(http: httpx.AsyncClient) ->
                            params={"limit": 2, "offset": 4, "sort": "title"})).json()
     assert [i["chain_label"] for i in last["items"]] == ["Gamma backup"]
     assert last["has_more"] is False
-    found = (await http.get("/api/v1/protocols", params={"q": "ROLL"})).json()
+    found = (await http.get("/api/v1/protocols", params={"title": "ROLL"})).json()
     assert [i["chain_label"] for i in found["items"]] == ["Beta rollback"]
     item = found["items"][0]
     assert item["step_count"] == 2 and item["uri"].startswith("kairos://mem/")
     assert item["stats"] == {"runs": 0, "successes": 0, "failures": 0, "success_rate": None,
                              "proven_runs": 0, "unproven_runs": 0, "last_outcome": None,
                              "last_run_at": None}
-    builtins = (await http.get("/api/v1/protocols", params={"q": "create"})).json()
+    builtins = (await http.get("/api/v1/protocols", params={"title": "create"})).json()
     assert builtins["total"] == 0  # built-in protocols are not the space's own
 
 
 @pytest.mark.parametrize(("params", "field"), [
-    ({"limit": 0}, "limit"), ({"limit": 101}, "limit"), ({"offset": -1}, "offset"),
+    ({"limit": 0}, "limit"), ({"limit": 501}, "limit"), ({"offset": -1}, "offset"),
     ({"limit": "x"}, "limit"), ({"sort": "size"}, "sort")])
-async def test_bad_paging_is_a_422_naming_the_field(http: httpx.AsyncClient,
+async def test_bad_paging_is_a_422_naming_the_field(http: httpx2.AsyncClient,
                                                     params: dict[str, Any], field: str) -> None:
-    for path in ("/api/v1/protocols", "/api/v1/runs/list", "/api/v1/entries"):
+    for path in ("/api/v1/protocols", "/api/v1/runs", "/api/v1/entries"):
         if field == "sort" and path != "/api/v1/protocols":
             continue
         r = await http.get(path, params=params)
@@ -79,7 +79,7 @@ async def test_bad_paging_is_a_422_naming_the_field(http: httpx.AsyncClient,
 
 
 async def test_one_run_with_its_chain_verified_then_tampered(
-        http: httpx.AsyncClient, kairos: Kairos) -> None:
+        http: httpx2.AsyncClient, kairos: Kairos) -> None:
     run = await run_three(rest(http))
     run_id = run["final"]["run_id"]
     detail = (await http.get(f"/api/v1/runs/{run_id}")).json()
@@ -89,7 +89,7 @@ async def test_one_run_with_its_chain_verified_then_tampered(
     assert detail["verification"] == {"valid": True, "proofs": 3, "first_broken": None}
     assert [link["state"] for link in detail["links"]] == ["valid"] * 3
     assert detail["protocol"]["chain_label"] == "Project Setup"
-    listed = (await http.get("/api/v1/runs/list")).json()
+    listed = (await http.get("/api/v1/runs")).json()
     assert listed["total"] == 1
     assert {k: listed["items"][0][k] for k in ("run_id", "proofs", "step_count", "proven")} == {
         "run_id": run_id, "proofs": 3, "step_count": 3, "proven": True}
@@ -113,7 +113,7 @@ async def test_one_run_with_its_chain_verified_then_tampered(
     assert verify["first_broken"]["index"] == 1  # the same verdict as the verify endpoint
 
 
-async def test_unknown_ids_are_404(http: httpx.AsyncClient) -> None:
+async def test_unknown_ids_are_404(http: httpx2.AsyncClient) -> None:
     for path in (f"/api/v1/runs/{MISSING}", f"/api/v1/protocols/{MISSING}/overview",
                  f"/api/v1/protocols/{MISSING}/quality"):
         r = await http.get(path)
@@ -123,12 +123,12 @@ async def test_unknown_ids_are_404(http: httpx.AsyncClient) -> None:
         assert (await http.get(f"/api/v1/runs/{action}")).status_code == 405
     bad = await http.get("/api/v1/protocols/not-a-uuid/overview")  # not a step id: no route
     assert bad.status_code == 404 and bad.json()["error_code"] == "NOT_FOUND"
-    runs = await http.get("/api/v1/runs/list", params={"protocol": "nope"})
+    runs = await http.get("/api/v1/runs", params={"protocol": "nope"})
     assert runs.status_code == 422 and runs.json()["field"] == "protocol"
 
 
 async def test_validation_names_the_line_and_warns_before_saving(
-        http: httpx.AsyncClient, kairos: Kairos) -> None:
+        http: httpx2.AsyncClient, kairos: Kairos) -> None:
     broken = await http.post("/api/v1/protocols/validate", json={"markdown_doc": BROKEN})
     assert broken.status_code == 200
     assert broken.json() == {"valid": False, "protocols": [], "errors": [
@@ -160,7 +160,7 @@ async def test_validation_names_the_line_and_warns_before_saving(
     assert wrong.status_code == 422 and wrong.json()["field"] == "markdown_doc"
 
 
-async def test_quality_over_time(http: httpx.AsyncClient) -> None:
+async def test_quality_over_time(http: httpx2.AsyncClient) -> None:
     first = await run_three(rest(http))
     await run_three(rest(http))
     step_id = first["steps"][0].removeprefix("kairos://mem/")
@@ -172,7 +172,7 @@ async def test_quality_over_time(http: httpx.AsyncClient) -> None:
             point["cumulative_runs"]) == (2, 2, 0, 1.0, 2)
 
 
-async def test_entries_are_listed_by_category(http: httpx.AsyncClient) -> None:
+async def test_entries_are_listed_by_category(http: httpx2.AsyncClient) -> None:
     for title, category in (("Pin versions", "coding"), ("Rotate keys", "security")):
         r = await http.post("/api/v1/entries", json={
             "entity_type": "experience", "category": category, "title": title,
@@ -189,7 +189,7 @@ async def test_entries_are_listed_by_category(http: httpx.AsyncClient) -> None:
     assert bad.status_code == 422 and bad.json()["field"] == "type"
 
 
-async def test_the_ui_and_the_docs_load_nothing_from_elsewhere(http: httpx.AsyncClient) -> None:
+async def test_the_ui_and_the_docs_load_nothing_from_elsewhere(http: httpx2.AsyncClient) -> None:
     seen: set[str] = set()
     queue = ["/", "/docs", "/redoc"]
     while queue:
@@ -214,7 +214,7 @@ async def test_the_ui_and_the_docs_load_nothing_from_elsewhere(http: httpx.Async
     assert {"/ui/app.js", "/docs-assets/swagger-ui-bundle.js",
             "/docs-assets/swagger-ui.css", "/docs-assets/redoc.standalone.js"} <= seen
     spec = (await http.get("/openapi.json")).json()
-    for path in ("/api/v1/protocols", "/api/v1/runs/{run_id}", "/api/v1/runs/list",
+    for path in ("/api/v1/protocols", "/api/v1/runs/{run_id}", "/api/v1/runs",
                  "/api/v1/protocols/validate", "/api/v1/entries"):
         assert path in spec["paths"], path
     schema = spec["paths"]["/api/v1/runs/{run_id}"]["get"]["responses"]["200"]["content"]
@@ -222,8 +222,8 @@ async def test_the_ui_and_the_docs_load_nothing_from_elsewhere(http: httpx.Async
 
 
 async def test_with_tokens_the_shell_is_open_and_the_data_is_not(kairos: Kairos) -> None:
-    app = create_app(kairos, tokens={"alpha-secret": "A"})
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
+    app = create_app(kairos.service, tokens={"alpha-secret": "A"})
+    async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=app),
                                  base_url=BASE) as client:
         assert (await client.get("/")).status_code == 200
         assert (await client.get("/ui/app.js")).status_code == 200
@@ -235,4 +235,4 @@ async def test_with_tokens_the_shell_is_open_and_the_data_is_not(kairos: Kairos)
         assert minted.status_code == 201
         mine = (await client.get("/api/v1/protocols", headers=auth)).json()
         assert mine["total"] == 1
-    assert kairos.browse_protocols()["total"] == 0  # the default space sees nothing of A's
+    assert kairos.list_protocols()["total"] == 0  # the default space sees nothing of A's

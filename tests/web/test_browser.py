@@ -52,7 +52,7 @@ def test_mint_find_run_and_verify_in_the_browser(site: Site, kairos: Kairos) -> 
     assert "Browser release check (4 steps)" in page.locator("#validation").inner_text()
     page.click("#save")
     page.wait_for_selector("#minted-link")
-    assert kairos.browse_protocols()["total"] == 1
+    assert kairos.list_protocols()["total"] == 1
 
     page = site.go("#/search?q=release+check&types=protocol")
     match = page.wait_for_selector('tr[data-role="match"] a')
@@ -80,7 +80,7 @@ def test_mint_find_run_and_verify_in_the_browser(site: Site, kairos: Kairos) -> 
     verdict = page.wait_for_selector("#verdict.ok")
     assert "Chain verified: 4 links" in verdict.inner_text()
     assert page.locator('section.link[data-state="valid"]').count() == 4
-    run = kairos.browse_runs()["items"][0]
+    run = kairos.list_runs()["items"][0]
     assert run["proven"] and run["outcome"] == "success"
     site.check_offline()
 
@@ -94,7 +94,7 @@ def test_a_tampered_proof_shows_the_first_broken_link(site: Site, kairos: Kairos
         c = response["challenge"]
         response = kairos.next(uri, {"type": c["type"], "nonce": c["nonce"],
                                      "proof_hash": c["proof_hash"], **body})
-    run_id = kairos.browse_runs()["items"][0]["run_id"]
+    run_id = kairos.list_runs()["items"][0]["run_id"]
     with kairos.store.engine.begin() as conn:  # rewrite step 2's proof behind the server
         row = conn.execute(t.proofs.select().where(t.proofs.c.run_id == run_id,
                                                    t.proofs.c.seq == 1)).mappings().one()
@@ -115,7 +115,7 @@ def test_a_tampered_proof_shows_the_first_broken_link(site: Site, kairos: Kairos
 
 
 def test_an_entry_written_and_found_with_a_token(kairos: Kairos, chromium: Any) -> None:
-    with serve_in_thread(create_app(kairos, tokens={"web-secret": "team"})) as base:
+    with serve_in_thread(create_app(kairos.service, tokens={"web-secret": "team"})) as base:
         s = Site(chromium, base)
         try:
             page = s.go("#/entry-new?type=experience")
@@ -143,8 +143,8 @@ def test_an_entry_written_and_found_with_a_token(kairos: Kairos, chromium: Any) 
             s.check_offline()
         finally:
             s.context.close()
-    assert kairos.browse_entries(Caller("team"))["total"] == 1
-    assert kairos.browse_entries()["total"] == 0
+    assert kairos.list_entries(Caller("team"))["total"] == 1
+    assert kairos.list_entries()["total"] == 0
 
 
 def test_triggers_are_shown_and_a_learned_one_removed_and_search_explains(

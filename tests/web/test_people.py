@@ -27,7 +27,7 @@ def test_the_guided_run_starts_on_start_and_finishes_after_a_refused_last_answer
     uri = kairos.mint(RELEASE)["items"][0]["uri"]
     page = site.go(f"#/go/{ids(uri)}")
     page.wait_for_selector("#start-run")
-    assert kairos.browse_runs()["total"] == 0  # looking at the page records nothing
+    assert kairos.list_runs()["total"] == 0  # looking at the page records nothing
     assert "Nothing is recorded until you press Start" in page.inner_text("#before-start")
     page.click("#start-run")
 
@@ -35,7 +35,7 @@ def test_the_guided_run_starts_on_start_and_finishes_after_a_refused_last_answer
     card = page.inner_text("section[aria-label='Current step']")
     assert card.count("make build") == 1  # the command once, not its PROOF OF WORK line too
     assert "PROOF OF WORK" not in card and "Step 1 of 4: Build" in card
-    (active,) = kairos.browse_runs()["items"]
+    (active,) = kairos.list_runs()["items"]
     assert active["status"] == "active"
     page.click("#submit-answer")
     page.wait_for_selector("#confirmation")
@@ -53,7 +53,7 @@ def test_the_guided_run_starts_on_start_and_finishes_after_a_refused_last_answer
     page.click("#submit-answer")
     done = page.wait_for_selector("#run-done")
     assert "success, 4 proofs" in done.inner_text()
-    (run,) = kairos.browse_runs()["items"]
+    (run,) = kairos.list_runs()["items"]
     assert run["status"] == "finished" and run["outcome"] == "success" and run["proven"]
     site.check_offline()
 
@@ -101,7 +101,7 @@ def test_search_speaks_plain_words_and_links_refine_and_create(site: Site,
     create.click()
     page.wait_for_selector("#start-run")
     assert "Create New KAIROS Protocol Chain" in page.inner_text("h1")
-    assert kairos.browse_runs()["total"] == 0
+    assert kairos.list_runs()["total"] == 0
     site.check_offline()
 
 
@@ -139,7 +139,7 @@ def test_the_editor_shows_every_problem_and_what_a_mint_changed(site: Site,
     assert page.locator("#save").inner_text() == "Update" and page.locator("#save").is_disabled()
     assert "Valid" not in page.inner_text("#validation")
     assert not AGENT_WORDS.search(page.inner_text("main"))
-    assert page.url.endswith(f"#/editor/{ids(kairos.browse_protocols()['items'][0]['uri'])}")
+    assert page.url.endswith(f"#/editor/{ids(kairos.list_protocols()['items'][0]['uri'])}")
     page.fill("#markdown-input", "# Single step check\n\n## Only\nPROOF OF WORK: make test\n")
     page.wait_for_selector("#save:not([disabled])")  # its own title is no clash
 
@@ -191,9 +191,9 @@ def test_the_runs_table_fits_a_phone_and_shows_abandoned_runs(kairos: Kairos,
     steps = [s["uri"] for s in kairos.dump(uri, protocol=True)["steps"]]
     for _ in range(3):
         kairos.begin(steps[0])
-    run_id = kairos.browse_runs()["items"][0]["run_id"]
+    run_id = kairos.list_runs()["items"][0]["run_id"]
     assert kairos.abandon_run(run_id, "Abandoned: nobody answered.")
-    with serve_in_thread(create_app(kairos)) as base:
+    with serve_in_thread(create_app(kairos.service)) as base:
         s = Site(chromium, base, viewport={"width": 390, "height": 844})
         try:
             page = s.go("#/runs")
@@ -217,7 +217,7 @@ def test_no_page_makes_a_request_off_the_host(site: Site, kairos: Kairos) -> Non
     uri = kairos.mint(RELEASE)["items"][0]["uri"]
     steps = [s["uri"] for s in kairos.dump(uri, protocol=True)["steps"]]
     kairos.begin(steps[0])
-    run_id = kairos.browse_runs()["items"][0]["run_id"]
+    run_id = kairos.list_runs()["items"][0]["run_id"]
     entry = kairos.write_entry({"entity_type": "manual", "category": "operations",
                                 "title": "Links", "content": "![logo](https://example.com/a.png)"
                                                              " and [a link](https://example.com)"})

@@ -30,7 +30,7 @@ def test_every_page_at_both_widths_in_both_themes(kairos: Kairos, chromium: Any,
     ids = seed(kairos)
     refused: list[str] = []
     seen = []
-    with serve_in_thread(create_app(kairos, tokens=TOKENS)) as base:
+    with serve_in_thread(create_app(kairos.service, tokens=TOKENS)) as base:
         for page, size, theme, tab in shots(chromium, base, ids, refused):
             errors: list[str] = []
             tab.on("pageerror", lambda e, errors=errors: errors.append(str(e)))

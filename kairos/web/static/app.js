@@ -150,7 +150,7 @@ async function pageProtocols(params) {
   const form = h("form", { class: "row", onsubmit: (ev) => { ev.preventDefault(); location.hash = `#/protocols${query({ q: input.value.trim(), sort: sortSel.value })}`; } },
     input, sortSel, h("button", { type: "submit" }, "Filter"), h("a", { class: "button primary", href: "#/editor" }, "New protocol"));
   render("Protocols", h("h1", {}, "Protocols"), form, h("p", { class: "muted" }, "Loading…"));
-  const data = await api("GET", `/api/v1/protocols${query({ q, sort, offset, limit: 25 })}`);
+  const data = await api("GET", `/api/v1/protocols${query({ title: q, sort, offset, limit: 25 })}`);
   fill(main, h("h1", {}, "Protocols"), form, h("div", { class: "table-wrap" }, h("table", {},
     h("thead", {}, h("tr", {}, h("th", {}, "protocol"), h("th", {}, "steps"), h("th", {}, "runs"), h("th", {}, "success"), h("th", { class: "hide-narrow" }, "proven / unproven"), h("th", { class: "hide-narrow" }, "last run"))),
     h("tbody", {}, data.items.map((p) => h("tr", {},
@@ -208,7 +208,7 @@ async function pageProtocol(id) {
 async function pageRuns(params) {
   const offset = Number(params.get("offset") || 0), status = params.get("status") || "";
   const protocol = params.get("protocol") || "";
-  const data = await api("GET", `/api/v1/runs/list${query({ offset, status, limit: 25, protocol: protocol ? `kairos://mem/${protocol}` : "" })}`);
+  const data = await api("GET", `/api/v1/runs${query({ offset, status, limit: 25, protocol: protocol ? `kairos://mem/${protocol}` : "" })}`);
   const sel = h("select", { "aria-label": "Status", onchange: (ev) => { location.hash = `#/runs${query({ status: ev.target.value, protocol })}`; } },
     ["", "active", "completed", "finished", "abandoned", "imported"].map((s) => h("option", { value: s, selected: s === status }, s || "any status")));
   render("Runs", h("h1", {}, "Runs"), h("div", { class: "row" }, sel, protocol ? h("a", { href: "#/runs" }, "all protocols") : null),

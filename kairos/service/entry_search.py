@@ -1,0 +1,214 @@
+"""The unified search over experiences, manuals and protocols (contract §5), with the
+session memory that hides or downranks what a conversation already saw."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..domain import limits, scoring
+from ..domain.caller import Caller, valid_session_id
+from ..domain.errors import NotFoundError, ValidationError
+from ..domain.requests import ENTRY_TYPES, FIELDS, Cite, SearchEntries
+from ..domain.responses import SessionInfo, UnifiedResult
+from ..domain.uris import to_uri
+from ..search.explain import explain
+from ..search.ranking import Hit
+from ..search.service import SearchService
+from ..search.snippets import make_snippet
+from ..store.db import Store
+from ..store.repo import Repo
+
+DOWNRANK_FACTOR = 0.5
+MIN_SCORE_VECTOR = scoring.ENTRY_MIN_SCORE
+MIN_SCORE_TEXT = scoring.ENTRY_MIN_SCORE_TEXT
+#: The field that holds each kind's body.
+BODY = {"experience": "playbook", "manual": "content", "protocol": "content"}
+
+
+class EntrySearch:
+    def __init__(self, store: Store, search: SearchService) -> None:
+        self.store = store
+        self.search = search
+
+    # --- the unified search ------------------------------------------------------------------
+
+    def search_entries(self, request: SearchEntries, caller: Caller, *,
+                       session_id: str | None = None) -> UnifiedResult:
+        req = Unified.of(request)
+        sid = valid_session_id(session_id) or valid_session_id(req.session_id)
+        key = session_key(caller, sid) if sid else None
+        sessions = self.search.sessions
+        viewed = sessions.viewed(key) if key else set()
+        filters = dict(req.filters)
+        if req.category is not None:
+            filters["category"] = req.category
+        hide = req.hide_viewed
+        # Every record that can reach the threshold is scored: totals and pages are exact.
+        floor = req.min_score if req.min_score is not None else min(MIN_SCORE_TEXT,
+                                                                     MIN_SCORE_VECTOR)
+        ranked = self.search.rank(req.query, space=caller.space, kinds=req.types,
+                                  filters=filters, exclude=viewed if hide else None,
+                                  boosts="protocol" in req.types, floor=floor)
+        min_score = req.min_score
+        if min_score is None:
+            min_score = MIN_SCORE_TEXT if ranked.degraded else MIN_SCORE_VECTOR
+        scored: list[tuple[float, Hit, bool]] = []
+        for hit in ranked.hits:
+            penalised = (not hide and req.downrank_viewed and hit.entity_id in viewed)
+            score = hit.score * DOWNRANK_FACTOR if penalised else hit.score
+            scored.append((score, hit, penalised))
+        scored.sort(key=lambda s: (-s[0], -(s[1].evidence.strength if s[1].evidence else 0.0),
+                                   s[1].row["title"]))
+        best = scored[0][0] if scored else None
+        kept = [s for s in scored if s[0] >= min_score]
+        total = len(kept)
+        page = kept[req.offset:req.offset + req.limit]
+        warnings: list[str] = []
+        if best is not None and best < min_score:
+            warnings.append(f"low_confidence: top_score {best:.2f} is below min_score "
+                            f"{min_score:.2f}")
+        hint = ranked.hint
+        if best is not None and best < min_score and hint is None:
+            hint = "Low confidence: the top score is below min_score."
+        results = self._results(page, req, ranked, hint)
+        if key:
+            sessions.record(key, query=req.query, viewed=[r["entity_id"] for r in results])
+        result: UnifiedResult = {
+            "results": results,
+            "count": len(results),
+            "total": total,
+            "has_more": req.offset + len(page) < total,
+            "top_score": round(best, 4) if best is not None else None,
+            "min_score": min_score,
+            "warnings": warnings,
+            "session_applied": sid is not None,
+            "provider": self.search.provider,
+            "search_mode": ranked.mode,
+            "degraded": ranked.degraded,
+            "provider_hint": hint,
+        }
+        if req.explain:
+            result["explain"] = explain(
+                self.store, ranked, req.query, threshold=min_score, limit=req.limit,
+                model_id=self.search.embedder.model_id if self.search.vectors_ready else None)
+        return result
+
+    def _results(self, page: list[tuple[float, Hit, bool]], req: Unified,
+                 ranked: Any, hint: str | None) -> list[dict[str, Any]]:
+        results = []
+        with self.store.read() as repo:
+            for i, (score, hit, penalised) in enumerate(page):
+                record = self._record(repo, hit)
+                if record is None:
+                    continue
+                body = record.get(BODY[hit.kind]) or ""
+                reasons = []
+                if hit.dense is not None and hit.text:
+                    reasons.append("semantic and keyword match")
+                elif hit.dense is not None:
+                    reasons.append("semantic match")
+                else:
+                    reasons.append("keyword match")
+                if penalised:
+                    reasons.append(f"viewed earlier in this session (score ×{DOWNRANK_FACTOR})")
+                result = {
+                    "entity_id": record["entity_id"],
+                    "entity_type": hit.kind,
+                    "title": hit.row["title"],
+                    "section": hit.row.get("section"),
+                    "score": round(score, 4),
+                    "rank": req.offset + i + 1,
+                    "reason": "; ".join(reasons),
+                    "provider": self.search.provider,
+                    "degraded": ranked.degraded,
+                    "hint": hint,
+                    "provider_hint": hint,
+                    "heading": hit.row["title"],
+                    "snippet": make_snippet(body, req.query, req.snippet_len),
+                    "author": hit.row.get("author"),
+                    "updated_at": hit.row["updated_at"],
+                }
+                for f in req.fields or []:
+                    if f in record and f not in result:
+                        result[f] = record[f]
+                results.append(result)
+        return results
+
+    def _record(self, repo: Repo, hit: Hit) -> dict[str, Any] | None:
+        if hit.kind == "protocol":
+            proto = repo.protocol(hit.entity_id)
+            steps = repo.steps_of(hit.entity_id)
+            if proto is None or not steps:
+                return None
+            body = repo.search_body(hit.rid)
+            return {"entity_id": to_uri(steps[0]["id"]), "content": body or "",
+                    "tags": proto["tags"], "title": proto["title"]}
+        row = repo.entry(hit.kind, hit.entity_id)
+        if row is None:
+            return None
+        return {"entity_id": row["id"], **dict(row)}
+
+    # --- sessions ----------------------------------------------------------------------------
+
+    def session_info(self, session_id: str | None, caller: Caller) -> SessionInfo:
+        sid = valid_session_id(session_id)
+        info = self.search.sessions.get(session_key(caller, sid)) if sid else None
+        if sid is None or info is None:
+            raise NotFoundError(f"No session {session_id!r} (unknown or expired).",
+                                field="session_id")
+        return {**info, "session_id": sid}  # the id as the caller named it, not its key
+
+    def cite(self, req: Cite, caller: Caller) -> SessionInfo:
+        sid, ids = req.session_id, req.ids
+        key = session_key(caller, sid)
+        if self.search.sessions.get(key) is None:  # citing never creates a session
+            raise NotFoundError(f"No session {sid!r} (unknown or expired): search in it "
+                                "first.", field="session_id")
+        return {**self.search.sessions.cite(key, ids), "session_id": sid}
+
+
+def session_key(caller: Caller, session_id: str) -> str:
+    """Sessions belong to a space: the same id in another space is another session."""
+    return f"{caller.space}/{session_id}"
+
+
+def known_fields(fields: list[str] | None, allowed: tuple[str, ...]) -> list[str] | None:
+    unknown = [f for f in fields or () if f not in allowed]
+    if unknown:
+        names = ", ".join(sorted(set(allowed)))
+        raise ValidationError("fields", f"fields from: {names}",
+                              message=f"Unknown field '{unknown[0]}'; allowed: {names}.")
+    return fields
+
+
+@dataclass(frozen=True)
+class Unified:
+    """A unified search request with its defaults applied (contract §5)."""
+
+    query: str
+    types: tuple[str, ...]
+    category: str | None
+    limit: int
+    offset: int
+    min_score: float | None
+    filters: dict[str, str]
+    snippet_len: int
+    fields: list[str] | None
+    hide_viewed: bool
+    downrank_viewed: bool
+    session_id: str | None
+    explain: bool
+
+    @classmethod
+    def of(cls, r: SearchEntries) -> Unified:
+        filters = r.filters.model_dump(exclude_none=True) if r.filters else {}
+        return cls(query=r.query.strip(), types=tuple(dict.fromkeys(r.types or ENTRY_TYPES)),
+                   category=r.category, limit=r.limit or limits.SEARCH_DEFAULT,
+                   offset=r.offset or 0,
+                   min_score=r.min_score, filters=filters,
+                   snippet_len=r.snippet_len or limits.SNIPPET_DEFAULT,
+                   fields=known_fields(r.fields, tuple(f for fs in FIELDS.values() for f in fs)),
+                   hide_viewed=bool(r.hide_viewed),
+                   downrank_viewed=r.downrank_viewed is not False, session_id=r.session_id,
+                   explain=bool(r.explain))

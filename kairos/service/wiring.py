@@ -1,0 +1,58 @@
+"""The one place a service is put together from settings: its store (the data directory
+made first), its embedder and every part (``Kairos``). The server, ``kairos mcp`` and the
+command line each load the settings once and call ``open_service``."""
+
+from __future__ import annotations
+
+from ..config import Settings
+from ..domain.errors import StorageError
+from ..domain.ports import Embedder
+from ..search.embedders import make_embedder
+from ..store.db import Store, make_engine, migrate
+from ..store.faults import fault_of
+from .app import Kairos
+
+
+def _make_home(settings: Settings) -> None:
+    """An SQLite store's directory, made (one that cannot be is a ``StorageError`` naming
+    its fault)."""
+    if not settings.database_url:
+        home = settings.home_path
+        try:
+            home.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            code = fault_of(exc)
+            if code is None:
+                raise
+            raise StorageError(code, str(home), exc.strerror or "") from None
+
+
+def open_store(settings: Settings) -> Store:
+    """The store of ``settings``, migrated."""
+    _make_home(settings)
+    return Store(settings.url)
+
+
+def migrate_store(settings: Settings) -> str | None:
+    """Bring the schema of the store of ``settings`` to the newest version, without opening
+    a service; the revision it is at."""
+    _make_home(settings)
+    engine = make_engine(settings.url)
+    try:
+        return migrate(engine)
+    finally:
+        engine.dispose()
+
+
+def open_service(settings: Settings, *, embedder: Embedder | None = None,
+                 background: bool = True) -> Kairos:
+    """The service of ``settings``. ``embedder`` replaces the configured one (a test's
+    model); ``background`` starts the index drain and the run expiry (a server's; a
+    one-shot command runs without, so that it never exits inside the model)."""
+    if embedder is None:
+        embedder = make_embedder(settings.embedder, base_url=settings.openai_base_url,
+                                 model=settings.openai_model, api_key=settings.openai_api_key)
+    return Kairos(settings, open_store(settings), embedder, background=background)
+
+
+__all__ = ["migrate_store", "open_service", "open_store"]
