@@ -51,6 +51,27 @@ def ok(body: Any, status: int = 200) -> dict[str, Any]:
             "responses": {status: {"model": body, "description": "Success."}}}
 
 
+def json_schema(shape: Any) -> dict[str, Any]:
+    """The JSON Schema of a shape written as ``domain.bundle_format.SCHEMA`` is: an object
+    of exactly its fields, ``[item]`` an array, ``(None, shape)`` null or the shape, a type
+    name (``"string|null"``: either), ``"any"``."""
+    if isinstance(shape, tuple):
+        return {"anyOf": [{"type": "null"}, json_schema(shape[1])]}
+    if isinstance(shape, list):
+        return {"type": "array", "items": json_schema(shape[0])}
+    if isinstance(shape, dict):
+        return {"type": "object", "properties": {k: json_schema(v) for k, v in shape.items()},
+                "required": list(shape), "additionalProperties": False}
+    return {} if shape == "any" else {"type": shape.split("|") if "|" in shape else shape}
+
+
+def ok_schema(shape: Any, description: str = "Success.") -> dict[str, Any]:
+    """Route arguments documenting a success body by its shape (``json_schema``)."""
+    return {"response_model": None, "responses": {200: {
+        "description": description,
+        "content": {"application/json": {"schema": json_schema(shape)}}}}}
+
+
 # --- the document --------------------------------------------------------------------------
 
 BEARER = {"type": "http", "scheme": "bearer",
