@@ -3,8 +3,8 @@
 A token names a space: ``KAIROS_API_TOKENS="token1:spaceA,token2:spaceB"`` or a file
 (``KAIROS_TOKENS_FILE``) with one ``token space`` per line. With tokens configured every
 request except ``/health`` and the public keys must carry ``Authorization: Bearer
-<token>``, and the token's space is the only space it can see. Without tokens the server is local-only (see
-``check_bind``) and every request speaks for the configured space.
+<token>``, and the token's space is the only space it can see. Without tokens the server
+is local-only (see ``check_bind``) and every request speaks for the configured space.
 """
 
 from __future__ import annotations
