@@ -17,7 +17,7 @@ import pytest
 
 from kairos.domain import keys
 from kairos.domain.caller import Caller
-from kairos.domain.errors import NotFoundError
+from kairos.domain.errors import ConflictError, NotFoundError
 from kairos.domain.requests import NonceRef, RunRef
 from kairos.service import Kairos
 from tests.client import Agent
@@ -268,3 +268,13 @@ async def test_keys_are_public_and_bundles_are_the_spaces_own(kairos: Agent) -> 
         paths = (await http.get("/openapi.json", headers={"Authorization": "Bearer t-mine"})
                  ).json()["paths"]
     assert keys.KEYS_PATH in paths and "/api/v1/runs/{run_id}/bundle" in paths
+
+
+def test_a_run_whose_protocol_was_deleted_is_refused_whole(kairos: Agent) -> None:
+    steps = _steps(kairos)
+    run_id = finish_a_run(kairos, steps)  # type: ignore[arg-type]
+    kairos.delete(steps[0], protocol=True)
+    with pytest.raises(ConflictError) as refused:
+        _export(kairos, run_id)
+    assert (refused.value.code, refused.value.field) == ("CONFLICT", "run_id")
+    assert "was deleted" in refused.value.message
