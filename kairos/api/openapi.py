@@ -65,11 +65,17 @@ def json_schema(shape: Any) -> dict[str, Any]:
     return {} if shape == "any" else {"type": shape.split("|") if "|" in shape else shape}
 
 
-def ok_schema(shape: Any, description: str = "Success.") -> dict[str, Any]:
-    """Route arguments documenting a success body by its shape (``json_schema``)."""
+#: Bodies documented by their shape (``json_schema``), by component name.
+SHAPES: dict[str, Any] = {}
+
+
+def ok_schema(name: str, shape: Any, description: str = "Success.") -> dict[str, Any]:
+    """Route arguments documenting a success body by its shape, as the component ``name``
+    of the document."""
+    SHAPES[name] = shape
     return {"response_model": None, "responses": {200: {
         "description": description,
-        "content": {"application/json": {"schema": json_schema(shape)}}}}}
+        "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{name}"}}}}}}
 
 
 # --- the document --------------------------------------------------------------------------
@@ -87,7 +93,10 @@ def install(app: FastAPI) -> None:
         if app.openapi_schema is None:
             schema = get_openapi(title=app.title, version=app.version,
                                  description=app.description, routes=app.routes)
-            schema.setdefault("components", {})["securitySchemes"] = {"bearer": BEARER}
+            components = schema.setdefault("components", {})
+            components["securitySchemes"] = {"bearer": BEARER}
+            components.setdefault("schemas", {}).update(
+                {name: json_schema(shape) for name, shape in SHAPES.items()})
             for path, operations in schema["paths"].items():
                 if path.startswith("/api/"):
                     for operation in operations.values():

@@ -80,7 +80,8 @@ def verify(run_id: RunId, c: C) -> JSONResponse:
 
 @router.get("/runs/{run_id:uuid_text}/bundle", summary="The run as a signed bundle that "
             "anyone holding the server's keys verifies offline (docs/bundle.md)",
-            **ok_schema(BUNDLE, "The bundle, as a file to keep (Content-Disposition)."))
+            **ok_schema("RunBundle", BUNDLE,
+                        "The bundle, as a file to keep (Content-Disposition)."))
 def bundle(run_id: RunId, c: C) -> JSONResponse:
     body = c.kairos.export_run(RunRef(run_id=run_id), c.caller)
     name = f"run-{body['run']['id']}.bundle.json"
@@ -88,7 +89,7 @@ def bundle(run_id: RunId, c: C) -> JSONResponse:
 
 
 @well_known.get(keys.KEYS_PATH, summary="The public keys run bundles are signed with (no "
-                "token needed)", **ok_schema(KEY_SET))
+                "token needed)", **ok_schema("KeySet", KEY_SET))
 def key_set(c: C) -> JSONResponse:
     return answer(c.kairos.key_set())
 

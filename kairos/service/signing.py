@@ -14,8 +14,9 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 
 from ..config import ConfigError, Settings, source_name
 from ..domain import keys
-from ..domain.errors import ValidationError
+from ..domain.errors import StorageError, ValidationError
 from ..store import keyfile
+from ..store.faults import fault_of
 
 
 @dataclass(frozen=True)
@@ -63,6 +64,9 @@ def open_signing(settings: Settings, *, create: bool = True) -> Signing:
             raise
         raise _problem(settings, "signing_key", path, "no such file") from None
     except OSError as exc:
+        code = None if configured else fault_of(exc)
+        if code is not None:  # the data directory's fault: full, read-only
+            raise StorageError(code, str(path), exc.strerror or "") from None
         raise _problem(settings, "signing_key", path, f"cannot read it ({exc.strerror or exc})"
                        ) from None
     earlier: tuple[Ed25519PublicKey, ...] = ()
