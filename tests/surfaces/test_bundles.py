@@ -214,6 +214,10 @@ def test_a_configured_key_is_used_and_a_bad_one_is_one_line(env: Path, tmp_path:
             assert done.exit_code == 2 and done.stdout == ""
             line = one_error(done.stderr)
             assert f"KAIROS_SIGNING_KEY='{bad}'" in line and why in line, line
+    monkeypatch.setenv("KAIROS_SIGNING_KEY", str(pem))
+    monkeypatch.setenv("KAIROS_PUBLISHED_KEYS", str(tmp_path / "junk.pem"))
+    done = run("serve", "--port", "1")
+    assert done.exit_code == 2 and "KAIROS_PUBLISHED_KEYS=" in one_error(done.stderr)
 
 
 def test_verify_bundle_needs_a_key_and_a_bundle(env: Path, tmp_path: Path,  # noqa: F811
