@@ -22,6 +22,8 @@ from pydantic import ValidationError as PydanticError
 
 from .domain.limits import SETTINGS, Limits, setting_defaults
 
+SIGNING_KEY_FILE = "signing-key.pem"  # in the data directory, unless configured
+
 DEFAULTS: dict[str, Any] = {
     "home": "~/.kairos",
     "database_url": "",
@@ -37,6 +39,8 @@ DEFAULTS: dict[str, Any] = {
     "api_tokens": "",
     "tokens_file": "",
     "run_idle_minutes": 1440,
+    "signing_key": "",
+    "published_keys": "",
     **setting_defaults(),  # max_body_bytes, max_steps, ...: see kairos/domain/limits.py
 }
 
@@ -55,6 +59,9 @@ EXPECTED: dict[str, str] = {
     "api_tokens": "token:space,…",
     "tokens_file": "a file path",
     "run_idle_minutes": "an integer from 0 (runs never expire) to 525600 (a year)",
+    "signing_key": "empty (KAIROS_HOME/signing-key.pem, made on first start) or the path "
+                   "of an Ed25519 private key in PEM",
+    "published_keys": "empty or the path of a key set JSON of earlier public keys",
     **dict.fromkeys(setting_defaults(), "a positive integer"),
 }
 
@@ -78,6 +85,8 @@ class _Values(BaseModel):
     api_tokens: str
     tokens_file: str
     run_idle_minutes: int = Field(ge=0, le=525600)
+    signing_key: str
+    published_keys: str
     # the limits of kairos/domain/limits.py
     max_body_bytes: int = Field(ge=1)
     max_document_bytes: int = Field(ge=1)
@@ -165,6 +174,19 @@ class Settings:
     @property
     def home_path(self) -> Path:
         return Path(str(self.values["home"])).expanduser()
+
+    @property
+    def signing_key_path(self) -> Path:
+        """The server's private key: KAIROS_SIGNING_KEY, else made in the data directory."""
+        configured = str(self.values["signing_key"])
+        return (Path(configured).expanduser() if configured
+                else self.home_path / SIGNING_KEY_FILE)
+
+    @property
+    def published_keys_path(self) -> Path | None:
+        """Earlier public keys (a key set JSON) still published after a rotation."""
+        configured = str(self.values["published_keys"])
+        return Path(configured).expanduser() if configured else None
 
     @property
     def url(self) -> str:

@@ -93,9 +93,11 @@ def serve_http(settings: Settings, *, stateless: bool, log_level: str,
     """Serve MCP and REST in ``settings.workers`` processes (KAIROS_WORKERS, --workers),
     each with its own service (``open_service``), made after the fork."""
     from .api import check_bind
+    from .service.signing import open_signing
     from .service.wiring import open_service
 
     tokens = tokens_of(settings)
+    open_signing(settings)  # a bad key file is one line now, not one per worker later
     service = partial(open_service, settings, background=True)
     bind, port, workers = str(settings.host), int(settings.port), int(settings.workers)
     problem = check_bind(bind, tokens)
@@ -170,4 +172,7 @@ def serve_stdio(settings: Settings, server_url: str | None) -> None:
         run_proxy(server_url, session_id=session_id,
                   token=os.environ.get("KAIROS_TOKEN") or None)
     else:
+        from .service.signing import open_signing
+
+        open_signing(settings)  # before the handshake: a bad key file is one line
         run_stdio(settings, session_id)

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from kairos import keyfile
 from kairos.domain import keys
 from kairos.domain.errors import ValidationError
+from kairos.store import keyfile
 
 
 def test_the_key_is_made_once_with_owner_only_permissions(tmp_path: Path) -> None:

@@ -35,6 +35,7 @@ from .metrics import Metrics
 from .routes import ROUTERS
 from .ui import mount_ui
 from .views import router as views_router
+from .views import well_known
 
 log = logging.getLogger("kairos.api")
 
@@ -123,6 +124,7 @@ def create_app(kairos: Kairos, *, tokens: Mapping[str, str] | None = None,
     for router in ROUTERS:  # the run loop's routes first: routes are matched in order
         app.include_router(router)
     app.include_router(views_router)
+    app.include_router(well_known)
     mount_ui(app)
     openapi.install(app)
     app.add_exception_handler(KairosError, _kairos_error)

@@ -2,9 +2,9 @@
 
 A token names a space: ``KAIROS_API_TOKENS="token1:spaceA,token2:spaceB"`` or a file
 (``KAIROS_TOKENS_FILE``) with one ``token space`` per line. With tokens configured every
-request except ``/health`` must carry ``Authorization: Bearer <token>``, and the token's
-space is the only space it can see. Without tokens the server is local-only (see
-``check_bind``) and every request speaks for the configured space.
+request except ``/health`` and the public keys must carry ``Authorization: Bearer
+<token>``, and the token's space is the only space it can see. Without tokens the server
+is local-only (see ``check_bind``) and every request speaks for the configured space.
 """
 
 from __future__ import annotations
@@ -19,9 +19,10 @@ from typing import Any
 
 from ..domain.caller import Caller, valid_session_id
 from ..domain.errors import UNAUTHORIZED, AuthError
+from ..domain.keys import KEYS_PATH
 
 PRINCIPAL = "kairos.principal"  # the ASGI scope key the middleware fills
-OPEN_PATHS = frozenset({"/health", "/"})
+OPEN_PATHS = frozenset({"/health", "/", KEYS_PATH})  # the public keys are public
 OPEN_PREFIXES = ("/ui/",)  # the web UI's own files: it asks for a token, then sends it
 LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 SESSION_HEADERS = ("x-chl-session", "x-kairos-session")

@@ -51,6 +51,33 @@ def ok(body: Any, status: int = 200) -> dict[str, Any]:
             "responses": {status: {"model": body, "description": "Success."}}}
 
 
+def json_schema(shape: Any) -> dict[str, Any]:
+    """The JSON Schema of a shape written as ``domain.bundle_format.SCHEMA`` is: an object
+    of exactly its fields, ``[item]`` an array, ``(None, shape)`` null or the shape, a type
+    name (``"string|null"``: either), ``"any"``."""
+    if isinstance(shape, tuple):
+        return {"anyOf": [{"type": "null"}, json_schema(shape[1])]}
+    if isinstance(shape, list):
+        return {"type": "array", "items": json_schema(shape[0])}
+    if isinstance(shape, dict):
+        return {"type": "object", "properties": {k: json_schema(v) for k, v in shape.items()},
+                "required": list(shape), "additionalProperties": False}
+    return {} if shape == "any" else {"type": shape.split("|") if "|" in shape else shape}
+
+
+#: Bodies documented by their shape (``json_schema``), by component name.
+SHAPES: dict[str, Any] = {}
+
+
+def ok_schema(name: str, shape: Any, description: str = "Success.") -> dict[str, Any]:
+    """Route arguments documenting a success body by its shape, as the component ``name``
+    of the document."""
+    SHAPES[name] = shape
+    return {"response_model": None, "responses": {200: {
+        "description": description,
+        "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{name}"}}}}}}
+
+
 # --- the document --------------------------------------------------------------------------
 
 BEARER = {"type": "http", "scheme": "bearer",
@@ -66,7 +93,10 @@ def install(app: FastAPI) -> None:
         if app.openapi_schema is None:
             schema = get_openapi(title=app.title, version=app.version,
                                  description=app.description, routes=app.routes)
-            schema.setdefault("components", {})["securitySchemes"] = {"bearer": BEARER}
+            components = schema.setdefault("components", {})
+            components["securitySchemes"] = {"bearer": BEARER}
+            components.setdefault("schemas", {}).update(
+                {name: json_schema(shape) for name, shape in SHAPES.items()})
             for path, operations in schema["paths"].items():
                 if path.startswith("/api/"):
                     for operation in operations.values():

@@ -10,13 +10,17 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse
 
-from ..domain import responses, views
+from ..domain import keys, responses, views
+from ..domain.bundle_format import SCHEMA as BUNDLE
 from ..domain.requests import ListEntries, ListProtocols, ListRuns, ProtocolRef, RunRef, Validate
 from ..domain.texts import URI_PREFIX
-from .openapi import ERRORS, ok
+from .openapi import ERRORS, ok, ok_schema
 from .routes import C, RunId, StepId, answer
 
 router = APIRouter(prefix="/api/v1", tags=["browse"], responses=ERRORS)
+#: What ``keys.key_set`` serves: every trusted key as a JWK.
+KEY_SET = {"keys": [dict.fromkeys(("kid", "kty", "crv", "x", "alg"), "string")]}
+well_known = APIRouter(tags=["operations"])
 
 
 @router.get("/protocols", summary="List protocols, a page at a time, with their statistics",
@@ -74,10 +78,26 @@ def verify(run_id: RunId, c: C) -> JSONResponse:
     return answer(c.kairos.verify_run(RunRef(run_id=run_id), c.caller))
 
 
+@router.get("/runs/{run_id:uuid_text}/bundle", summary="The run as a signed bundle that "
+            "anyone holding the server's keys verifies offline (docs/bundle.md)",
+            **ok_schema("RunBundle", BUNDLE,
+                        "The bundle, as a file to keep (Content-Disposition)."))
+def bundle(run_id: RunId, c: C) -> JSONResponse:
+    body = c.kairos.export_run(RunRef(run_id=run_id), c.caller)
+    name = f"run-{body['run']['id']}.bundle.json"
+    return JSONResponse(body, headers={"Content-Disposition": f'attachment; filename="{name}"'})
+
+
+@well_known.get(keys.KEYS_PATH, summary="The public keys run bundles are signed with (no "
+                "token needed)", **ok_schema("KeySet", KEY_SET))
+def key_set(c: C) -> JSONResponse:
+    return answer(c.kairos.key_set())
+
+
 @router.get("/entries", summary="List experiences or manuals, optionally of one category",
             **ok(views.EntryPage))
 def list_entries(c: C, query: Annotated[ListEntries, Query()]) -> JSONResponse:
     return answer(c.kairos.list_entries(query, c.caller))
 
 
-__all__ = ["router"]
+__all__ = ["router", "well_known"]

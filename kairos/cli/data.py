@@ -158,14 +158,21 @@ def doctor(
         report["api_tokens"] = {"count": len(tokens), "spaces": sorted(set(tokens.values()))}
     except ServeError as exc:
         problems.append(str(exc))
-    try:
-        from ..service.wiring import open_service
+    from ..service.signing import open_signing
+    from ..service.wiring import open_service
 
-        k = open_service(settings, background=False)
+    try:
+        signing = open_signing(settings)
+        report["signing_key"] = {"path": str(settings.signing_key_path), "kid": signing.kid,
+                                 "published": list(signing.trusted())}
+        k = open_service(settings, background=False, signing=signing)
+    except ConfigError as exc:  # the key: the store is not opened without it
+        problems.append(f"signing key: {'; '.join(exc.problems)}")
+        health: Mapping[str, Any] = {"status": "unhealthy"}
     except Exception as exc:  # doctor reports what is wrong instead of failing
         problems.append(f"store: cannot open {settings.url.split('@')[-1]} "
                         f"({type(exc).__name__}: {exc})")
-        health: Mapping[str, Any] = {"status": "unhealthy"}
+        health = {"status": "unhealthy"}
     else:
         try:
             health = k.health()
@@ -194,6 +201,10 @@ def doctor(
             out.line(f"API tokens: {tokens_seen['count']}" + (
                 f" (spaces: {', '.join(tokens_seen['spaces'])})" if tokens_seen["count"]
                 else " (serve listens on 127.0.0.1 only)"))
+        if "signing_key" in report:
+            key = report["signing_key"]
+            out.line(f"signing key: {key['kid']} ({key['path']}; {len(key['published'])} "
+                     "published)")
         for part in ("store", "embedder", "index"):
             if part in health:
                 details = ", ".join(f"{a}={b}" for a, b in health[part].items())

@@ -77,6 +77,7 @@ from ..domain.views import (
 from ..search.service import SearchService
 from ..store.db import Store
 from ..store.sessions import DbSessionStore
+from .bundles import BundleService
 from .entries import EntryService
 from .expiry import RunExpiry
 from .finding import ProtocolFinder
@@ -86,6 +87,7 @@ from .parsing import Parser
 from .protocols import ProtocolService
 from .reads import ReadService, own_run
 from .runs import RunService
+from .signing import Signing, open_signing
 from .transfer import export_records
 from .triggers import TriggerService
 
@@ -95,8 +97,9 @@ class Kairos:
     it keeps (read once, at the edge)."""
 
     def __init__(self, settings: Settings, store: Store, embedder: Embedder, *,
-                 background: bool = True) -> None:
+                 background: bool = True, signing: Signing | None = None) -> None:
         self.settings = settings
+        self.signing = open_signing(settings) if signing is None else signing
         self.limits = settings.limits
         self.store = store
         self.embedder = embedder
@@ -112,6 +115,7 @@ class Kairos:
         self.expiry = RunExpiry(store, int(settings.run_idle_minutes))
         self.reads = ReadService(store, self.protocols, run_idle_minutes=self.expiry.minutes,
                                  home=None if settings.database_url else str(settings.home_path))
+        self.bundles = BundleService(store, self.signing)
         self.minter.install_builtins()
         if background:
             self.search_engine.start_background()
@@ -213,6 +217,16 @@ class Kairos:
 
     def verify_run(self, request: RunRef, caller: Caller) -> Verification:
         return self.reads.verify(request.run_id, caller)
+
+    def export_run(self, request: RunRef, caller: Caller) -> dict[str, Any]:
+        """The run as a signed bundle (``docs/bundle.md``) that anyone holding the key set
+        verifies offline; an active run's holds its chain so far."""
+        return self.bundles.export(request.run_id, caller)
+
+    def key_set(self) -> dict[str, Any]:
+        """The public keys a bundle of this server may be signed with: the current one,
+        then those published from before a rotation."""
+        return self.signing.key_set()
 
     def proof_log(self, request: RunRef, caller: Caller) -> ProofLog:
         return self.reads.proof_log(request.run_id, caller)

@@ -63,6 +63,11 @@ def own_run(repo: Repo, run_id: str, caller: Caller) -> Row:
     return run
 
 
+def proof_records(repo: Repo, run_id: str) -> list[dict[str, Any]]:
+    """A run's proof records in order, each with its ``proof_hash``."""
+    return [dict(p["record"], proof_hash=p["proof_hash"]) for p in repo.proofs(run_id)]
+
+
 def _rate(successes: int, failures: int) -> float | None:
     done = successes + failures
     return round(successes / done, 4) if done else None
@@ -214,8 +219,7 @@ class ReadService:
     def _records(self, run_id: str, caller: Caller) -> tuple[Row, list[dict[str, Any]]]:
         with self.store.read() as repo:
             run = own_run(repo, run_id, caller)
-            return run, [dict(p["record"], proof_hash=p["proof_hash"])
-                         for p in repo.proofs(run["id"])]
+            return run, proof_records(repo, run["id"])
 
     def verify(self, run_id: str, caller: Caller) -> Verification:
         run, records = self._records(run_id, caller)
@@ -233,8 +237,7 @@ class ReadService:
             run = own_run(repo, run_id, caller)
             proto = repo.protocol(run["protocol_id"])
             steps = repo.steps_of(run["protocol_id"]) if proto is not None else []
-            records = [dict(p["record"], proof_hash=p["proof_hash"])
-                       for p in repo.proofs(run["id"])]
+            records = proof_records(repo, run["id"])
         _, first_broken = _chain(run, records)
         links: list[Link] = []
         previous, failed = GENESIS_HASH, False
@@ -330,4 +333,4 @@ class ReadService:
         return to_uri(ids[0]) if kind == "step" else ids[0]
 
 
-__all__ = ["ReadService", "own_run"]
+__all__ = ["ReadService", "own_run", "proof_records"]

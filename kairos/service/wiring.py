@@ -11,6 +11,7 @@ from ..search.embedders import make_embedder
 from ..store.db import Store, make_engine, migrate
 from ..store.faults import fault_of
 from .app import Kairos
+from .signing import Signing, open_signing
 
 
 def _make_home(settings: Settings) -> None:
@@ -45,14 +46,18 @@ def migrate_store(settings: Settings) -> str | None:
 
 
 def open_service(settings: Settings, *, embedder: Embedder | None = None,
-                 background: bool = True) -> Kairos:
+                 background: bool = True, signing: Signing | None = None) -> Kairos:
     """The service of ``settings``. ``embedder`` replaces the configured one (a test's
     model); ``background`` starts the index drain and the run expiry (a server's; a
-    one-shot command runs without, so that it never exits inside the model)."""
+    one-shot command runs without, so that it never exits inside the model). The signing
+    key is read (made on first start) before the store opens: a bad key file stops here."""
+    _make_home(settings)
+    signing = open_signing(settings) if signing is None else signing
     if embedder is None:
         embedder = make_embedder(settings.embedder, base_url=settings.openai_base_url,
                                  model=settings.openai_model, api_key=settings.openai_api_key)
-    return Kairos(settings, open_store(settings), embedder, background=background)
+    return Kairos(settings, open_store(settings), embedder, background=background,
+                  signing=signing)
 
 
 __all__ = ["migrate_store", "open_service", "open_store"]

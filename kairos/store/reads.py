@@ -139,6 +139,13 @@ def outcome_series(protocol_id: str, space: str) -> Select[Any]:
             .where(r.protocol_id == protocol_id, r.space == space).group_by(day).order_by(day))
 
 
+def latest_attestation(run_id: str) -> Select[Any]:
+    """A run's newest attestation: its outcome, message and time."""
+    a = schema.attestations.c
+    return (select(a.outcome, a.message, a.created_at.label("time"))
+            .where(a.run_id == run_id).order_by(a.id.desc()).limit(1))
+
+
 def ids_starting(kind: str, prefix: str, spaces: list[str], limit: int = 2) -> Select[Any]:
     """Up to ``limit`` ids of the steps (``kind`` "step") or runs of ``spaces`` that start
     with ``prefix`` (hex digits and hyphens: nothing LIKE would read as a wildcard)."""
@@ -149,4 +156,4 @@ def ids_starting(kind: str, prefix: str, spaces: list[str], limit: int = 2) -> S
 
 
 __all__ = ["PROTOCOL_ORDER", "PageQuery", "entry_page", "entry_table", "ids_starting",
-           "outcome_series", "protocol_page", "run_page", "step_count_of"]
+           "latest_attestation", "outcome_series", "protocol_page", "run_page", "step_count_of"]

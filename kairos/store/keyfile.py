@@ -10,8 +10,8 @@ from pathlib import Path
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from .domain import keys
-from .domain.errors import ValidationError
+from ..domain import keys
+from ..domain.errors import ValidationError
 
 
 def generate_key() -> Ed25519PrivateKey:
