@@ -51,6 +51,8 @@ from .errors import ValidationError
 from .proof import chain_hash
 from .texts import GENESIS_HASH
 
+#: A bundle as JSON values (its shape: ``bundle_format.SCHEMA``).
+Bundle = dict[str, Any]
 ISSUED = ("nonce", "proof_hash")  # what issuing adds to a step's declared challenge
 
 
@@ -95,7 +97,7 @@ class AttestationFacts:
 
 def build_bundle(run: RunFacts, version: VersionFacts, proofs: Sequence[Mapping[str, Any]],
                  attestation: AttestationFacts | None,
-                 key: Ed25519PrivateKey | bytes) -> dict[str, Any]:
+                 key: Ed25519PrivateKey | bytes) -> Bundle:
     """The signed bundle of a run. ``proofs`` are the run's records in order, each with its
     ``proof_hash`` (as the store keeps them). Signs once and checks nothing of the chain:
     the verifier does. ``ValidationError`` when a part breaks the format."""

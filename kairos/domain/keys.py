@@ -79,7 +79,11 @@ def public_jwk(public: Ed25519PublicKey) -> dict[str, str]:
             "x": b64url(raw_public(public)), "alg": "EdDSA"}
 
 
-def key_set(publics: Iterable[Ed25519PublicKey]) -> dict[str, Any]:
+#: The published key set: ``{"keys": [JWK, ...]}``.
+KeySet = dict[str, list[dict[str, str]]]
+
+
+def key_set(publics: Iterable[Ed25519PublicKey]) -> KeySet:
     """The document served at ``KEYS_PATH``: every key a bundle may be signed with."""
     return {"keys": [public_jwk(p) for p in publics]}
 

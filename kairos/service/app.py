@@ -7,8 +7,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 
 from ..config import Settings
+from ..domain.bundle import Bundle
 from ..domain.caller import Caller
 from ..domain.errors import KairosError, StorageError
+from ..domain.keys import KeySet
 from ..domain.ports import Embedder
 from ..domain.requests import (
     AbandonRun,
@@ -218,12 +220,12 @@ class Kairos:
     def verify_run(self, request: RunRef, caller: Caller) -> Verification:
         return self.reads.verify(request.run_id, caller)
 
-    def export_run(self, request: RunRef, caller: Caller) -> dict[str, Any]:
+    def export_run(self, request: RunRef, caller: Caller) -> Bundle:
         """The run as a signed bundle (``docs/bundle.md``) that anyone holding the key set
         verifies offline; an active run's holds its chain so far."""
         return self.bundles.export(request.run_id, caller)
 
-    def key_set(self) -> dict[str, Any]:
+    def key_set(self) -> KeySet:
         """The public keys a bundle of this server may be signed with: the current one,
         then those published from before a rotation."""
         return self.signing.key_set()

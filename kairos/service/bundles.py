@@ -5,10 +5,15 @@ far."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from ..domain import markdown
-from ..domain.bundle import AttestationFacts, RunFacts, StepFacts, VersionFacts, build_bundle
+from ..domain.bundle import (
+    AttestationFacts,
+    Bundle,
+    RunFacts,
+    StepFacts,
+    VersionFacts,
+    build_bundle,
+)
 from ..domain.caller import Caller
 from ..domain.canonical import KAIROS_JSON_1
 from ..domain.errors import CONFLICT, ConflictError
@@ -43,7 +48,7 @@ class BundleService:
         self.store = store
         self.signing = signing
 
-    def export(self, run_id: str, caller: Caller) -> dict[str, Any]:
+    def export(self, run_id: str, caller: Caller) -> Bundle:
         """The caller's run ``run_id`` as a signed bundle; another space's run answers as an
         unknown one (``own_run``)."""
         with self.store.read() as repo:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
@@ -37,7 +36,7 @@ class Signing:
             found.setdefault(keys.key_id(public), public)
         return found
 
-    def key_set(self) -> dict[str, Any]:
+    def key_set(self) -> keys.KeySet:
         """What ``/.well-known/kairos-keys.json`` serves."""
         return keys.key_set(self.trusted().values())
 
