@@ -17,9 +17,9 @@ def test_the_reference_pages_paint_before_their_bundle(site: Site, path: str, re
                                                        bundle: str) -> None:
     site.page.route(f"**/{bundle}", lambda route: route.abort())
     site.page.goto(f"{site.base}{path}")
-    assert site.page.locator(LOADING).is_visible()
-    assert site.page.evaluate("performance.getEntriesByName('first-contentful-paint')"
-                              ".length") == 1
+    site.page.wait_for_selector(LOADING)
+    site.page.wait_for_function("performance.getEntriesByName('first-contentful-paint')"
+                                ".length === 1")
     site.page.unroute(f"**/{bundle}")
     site.page.goto(f"{site.base}{path}")
     site.page.wait_for_selector(ready)
