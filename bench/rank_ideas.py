@@ -286,6 +286,33 @@ def dense_matrix(s: StoreData, vec: Vectors, d: Dense) -> np.ndarray:
     return engine + w * (extra - engine)
 
 
+def feedback_matrix(s: StoreData, vec: Vectors, engine: np.ndarray, k: int, beta: float,
+                    max_words: int) -> np.ndarray:
+    """The engine's dense evidence with pseudo-relevance feedback for queries of at most
+    ``max_words`` words: the query's vector moved by ``beta`` towards the mean of the best
+    vectors of the engine's ``k`` strongest records, then normalised."""
+    texts, owner = [], []
+    for i, r in enumerate(s.records):
+        texts += list(r.vector_texts)
+        owner += [i] * len(r.vector_texts)
+    vectors, owners = vec.of(texts), np.asarray(owner)
+    starts = np.r_[0, np.nonzero(np.diff(owners))[0] + 1]
+    qv = vec.of([doctext.embedding_query(q.query) for q in s.queries])
+    out = engine.copy()
+    for i, q in enumerate(s.queries):
+        if len(q.query.split()) > max_words:
+            continue
+        top = np.argsort(-strengths(s, q, engine[i], Idea()), kind="stable")[:k]
+        fed = []
+        for r in top:
+            cols = np.nonzero(owners == r)[0]
+            fed.append(vectors[cols[np.argmax(vectors[cols] @ qv[i])]])
+        moved = qv[i] + beta * np.mean(fed, axis=0)
+        moved /= np.linalg.norm(moved)
+        out[i, owners[starts]] = np.maximum.reduceat(vectors @ moved, starts)
+    return out
+
+
 # --- ranking ---------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -294,6 +321,7 @@ class Idea:
     rule: matching.Rule = matching.HYBRID
     rrf: float = 0.0                      # + rrf × reciprocal-rank fusion of dense and text
     only_rrf: bool = False                # the fusion alone, the evidence's weights aside
+    feedback: tuple[int, float, int] | None = None  # feedback_matrix's k, beta, max_words
 
 
 def text_and_lexical(s: StoreData, q: QueryData) -> tuple[np.ndarray, np.ndarray]:
@@ -391,6 +419,11 @@ def _ideas() -> list[tuple[str, Idea]]:
         ("+ 1 × reciprocal-rank fusion (k = 10)", Idea(rrf=1.0)),
         ("+ 3 × reciprocal-rank fusion", Idea(rrf=3.0)),
         ("reciprocal-rank fusion of dense and text alone", Idea(rrf=1.0, only_rrf=True)),
+        ("feedback: short queries (≤ 4 words) + 0.3 × top record", Idea(feedback=(1, 0.3, 4))),
+        ("feedback: short queries + 0.5 × top 3", Idea(feedback=(3, 0.5, 4))),
+        ("feedback: every query + 0.3 × top record", Idea(feedback=(1, 0.3, 99))),
+        ("feedback: every query + 0.5 × top 3", Idea(feedback=(3, 0.5, 99))),
+        ("feedback: every query + 0.3 × top 5", Idea(feedback=(5, 0.3, 99))),
     ]
     return out
 
@@ -418,10 +451,13 @@ def ideas(args: argparse.Namespace) -> None:
             if idea.dense not in mats:
                 mats[idea.dense] = dense_matrix(s, vec, DENSE[idea.dense])
             m = mats[idea.dense]
+            if idea.feedback:
+                m = feedback_matrix(s, vec, m, *idea.feedback)
             got = ranks(s, partial(_strengths_of, s, m, idea))
             base = base or got
             print(_row(label, s, got, base if label != "engine" else None))
-            if args.rules and idea.rule is matching.HYBRID and not idea.rrf:
+            if args.rules and idea.rule is matching.HYBRID and not idea.rrf and (
+                    not args.only or label in (*args.only, "engine")):
                 rule_rows.setdefault(label, []).extend(rank_rules.evidence_rows(s, m, idea))
     if args.rules:
         rank_rules.rules(rule_rows, not args.shipped)
