@@ -14,7 +14,8 @@ from kairos.domain.lexical import Lexical
 from kairos.search import candidates as engine_candidates
 
 if TYPE_CHECKING:
-    from rank_ideas import Idea, StoreData
+    from rank_evidence import StoreData
+    from rank_ideas import Idea
 
 
 def evidence_rows(s: StoreData, dense: np.ndarray, idea: Idea) -> list[dict[str, Any]]:
