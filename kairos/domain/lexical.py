@@ -31,8 +31,8 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 from .scoring import fts5_idf
@@ -48,6 +48,7 @@ _WORD = re.compile(r"[^\W_]+")
 MAX_TEXT_CHARS = 20_000
 
 
+@lru_cache(maxsize=65_536)
 def stem(word: str) -> str:
     """A light English stem, the same for a query's words and a record's: ``files`` →
     ``file``, ``released`` / ``releasing`` / ``release`` → ``releas``, ``running`` →
@@ -136,8 +137,9 @@ class Words:
     total: float
     #: A text's words that start like one of the stems (the only ones worth stemming).
     starts: re.Pattern[str] = re.compile(r"(?!)")
-    #: The query's own forms of each stem (lower case), for ``other_word``.
-    forms: tuple[tuple[str, ...], ...] = ()
+    #: The query's own forms (lower case) of each stem, for ``other_word``.
+    forms: Mapping[str, frozenset[str]] = field(default_factory=dict, hash=False,
+                                                 compare=False)
 
     @property
     def informative(self) -> int:
@@ -146,14 +148,13 @@ class Words:
     def holds(self, title: str, rest: str) -> tuple[int, int]:
         """(title bits, anywhere bits): bit i set when ``title`` (``title`` or ``rest``)
         holds word i, compared by ``stem``."""
-        forms: dict[str, set[str]] = {s: set() for s in self.stems}
-        for s, own in zip(self.stems, self.forms, strict=False):
-            forms[s].update(own)
+        wanted, forms = set(self.stems), self.forms
 
         def found(text: str) -> set[str]:
             return {st for w in set(self.starts.findall(text.lower()))
-                    if (st := stem(w)) in forms
-                    and not (forms[st] and all(other_word(w, f) for f in forms[st]))}
+                    if (st := stem(w)) in wanted and (st not in forms or w in forms[st]
+                                                      or not all(other_word(w, f)
+                                                                 for f in forms[st]))}
 
         in_title = found(title)
         anywhere = in_title | found(rest[:MAX_TEXT_CHARS])
@@ -188,5 +189,8 @@ def words(query_words: Sequence[str], counts: Sequence[int], n_docs: int) -> Wor
     heads = sorted({re.escape(s[:3]) for s in stems})
     starts = re.compile(r"(?<![^\W_])(?:" + "|".join(heads) + r")[^\W_]*") if heads else (
         re.compile(r"(?!)"))
+    forms: dict[str, frozenset[str]] = {}
+    for st, (w, _) in zip(stems, kept, strict=True):
+        forms[st] = forms.get(st, frozenset()) | {w.lower()}
     return Words(stems, weights, tuple(rarity(n_docs, c) for _, c in kept), sum(weights),
-                 starts, tuple((w.lower(),) for w, _ in kept))
+                 starts, forms)
