@@ -141,7 +141,7 @@ def contract(*, text_only: bool) -> list[Query]:
                 [h.kind for h in ranked.hits],
                 [matching.Evidence(h.dense, h.text, h.lexical) for h in ranked.hits],
                 [h.evidence is not None and h.evidence.score >= 1.0 for h in ranked.hits],
-                terms.n_scope if terms else len(ranked.hits),
+                terms.n_scope if terms and terms.n_scope is not None else len(docs),
                 bool(terms) and all(is_noise(w) for w in terms.words), None))
             k.close()
     return out
@@ -177,7 +177,7 @@ def load(paths: list[Path], *, text_only: bool = False) -> list[Query]:
                     c["title_share"], c["share"], c["rare"], c["informative_words"]))
                  for c in cands],
                 [c["exact_title"] for c in cands],
-                terms[3] if terms else row["n_docs"],
+                terms[3] if terms and terms[3] is not None else row["n_docs"],
                 bool(terms) and all(is_noise(w) for w in terms[0]),
                 row["dense_std"]))
     return out

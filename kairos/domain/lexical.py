@@ -5,6 +5,9 @@ The full-text index says how many stored documents hold each word of the query
 its other text (step labels and bodies, triggers) hold, comparing words by a light stem
 (``stem``: plurals and -ing/-ed forms meet). From that:
 
+* a word and the same word with a final ``e`` (``stat`` / ``state``, ``glob`` / ``globe``,
+  ``buildkit`` / ``buildkite``) meet at one stem but are different words: a record's word
+  does not stand for the query's (``other_word``);
 * **weight** of a word: its IDF (``scoring.fts5_idf``), so that rare words count more; a
   word the store has never seen weighs the most, so an unknown word in the query lowers
   every share below;
@@ -28,13 +31,13 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 from .scoring import fts5_idf
 
-__all__ = ["RARE", "Lexical", "Words", "is_noise", "rarity", "stem", "words"]
+__all__ = ["RARE", "Lexical", "Words", "is_noise", "other_word", "rarity", "stem", "words"]
 
 #: A word that at most ``n_docs ** (1 - RARE)`` documents hold is rare.
 RARE = 0.70
@@ -48,11 +51,18 @@ MAX_TEXT_CHARS = 20_000
 @lru_cache(maxsize=65_536)
 def stem(word: str) -> str:
     """A light English stem, the same for a query's words and a record's: ``files`` →
-    ``fil``, ``released`` / ``releasing`` / ``release`` → ``releas``, ``running`` →
+    ``file``, ``released`` / ``releasing`` / ``release`` → ``releas``, ``running`` →
     ``run``. Words of three letters or fewer stay as they are."""
+    return _stemmed(word)[0]
+
+
+@lru_cache(maxsize=65_536)
+def _stemmed(word: str) -> tuple[str, str]:
+    """The stem, and what it took off beyond a plural: ``"ed"`` (an -ed or -ing form),
+    ``"e"`` (a final e alone) or ``""``."""
     w = word.lower()
     if len(w) <= 3:
-        return w
+        return w, ""
     if w.endswith("ies") and len(w) > 4:
         w = w[:-3] + "y"
     elif w.endswith("sses"):
@@ -64,8 +74,15 @@ def stem(word: str) -> str:
             w = w[:-len(suffix)]
             if len(w) >= 4 and w[-1] == w[-2] and w[-1] not in "lsz":
                 w = w[:-1]
-            break
-    return w[:-1] if w.endswith("e") and len(w) > 4 else w
+            return (w[:-1] if w.endswith("e") and len(w) > 4 else w), "ed"
+    return (w[:-1], "e") if w.endswith("e") and len(w) > 4 else (w, "")
+
+
+def other_word(a: str, b: str) -> bool:
+    """Whether two words of one stem are different words that differ by a final ``e``
+    (plurals aside): ``stat`` and ``state``, ``glob`` and ``globes``, ``buildkit`` and
+    ``buildkite``; not ``release`` and ``released`` or ``process`` and ``processes``."""
+    return {_stemmed(a)[1], _stemmed(b)[1]} == {"e", ""}
 
 
 def is_noise(word: str) -> bool:
@@ -120,6 +137,9 @@ class Words:
     total: float
     #: A text's words that start like one of the stems (the only ones worth stemming).
     starts: re.Pattern[str] = re.compile(r"(?!)")
+    #: The query's own forms (lower case) of each stem, for ``other_word``.
+    forms: Mapping[str, frozenset[str]] = field(default_factory=dict, hash=False,
+                                                 compare=False)
 
     @property
     def informative(self) -> int:
@@ -128,11 +148,13 @@ class Words:
     def holds(self, title: str, rest: str) -> tuple[int, int]:
         """(title bits, anywhere bits): bit i set when ``title`` (``title`` or ``rest``)
         holds word i, compared by ``stem``."""
-        wanted = set(self.stems)
+        wanted, forms = set(self.stems), self.forms
 
         def found(text: str) -> set[str]:
             return {st for w in set(self.starts.findall(text.lower()))
-                    if (st := stem(w)) in wanted}
+                    if (st := stem(w)) in wanted and (st not in forms or w in forms[st]
+                                                      or not all(other_word(w, f)
+                                                                 for f in forms[st]))}
 
         in_title = found(title)
         anywhere = in_title | found(rest[:MAX_TEXT_CHARS])
@@ -167,5 +189,8 @@ def words(query_words: Sequence[str], counts: Sequence[int], n_docs: int) -> Wor
     heads = sorted({re.escape(s[:3]) for s in stems})
     starts = re.compile(r"(?<![^\W_])(?:" + "|".join(heads) + r")[^\W_]*") if heads else (
         re.compile(r"(?!)"))
+    forms: dict[str, frozenset[str]] = {}
+    for st, (w, _) in zip(stems, kept, strict=True):
+        forms[st] = forms.get(st, frozenset()) | {w.lower()}
     return Words(stems, weights, tuple(rarity(n_docs, c) for _, c in kept), sum(weights),
-                 starts)
+                 starts, forms)

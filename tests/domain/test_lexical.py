@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kairos.domain.lexical import RARE, is_noise, rarity, stem, words
+from kairos.domain.lexical import RARE, is_noise, other_word, rarity, stem, words
 
 
 def test_plural_and_verb_forms_meet_at_one_stem() -> None:
@@ -15,6 +15,20 @@ def test_plural_and_verb_forms_meet_at_one_stem() -> None:
         assert len({stem(f) for f in forms}) == 1, forms
     assert stem("status") == "status" and stem("analysis") == "analysis"
     assert stem("pod") != stem("podcast")
+
+
+def test_a_word_and_the_same_word_with_a_final_e_are_different_words() -> None:
+    """They meet at one stem, but a record holding the other word does not hold the
+    query's: "buildkit" is not found in a text about "buildkite"."""
+    for a, b in (("buildkit", "buildkite"), ("stat", "state"), ("glob", "globes")):
+        assert stem(a) == stem(b) and other_word(a, b) and other_word(b, a), (a, b)
+    for a, b in (("release", "released"), ("release", "releases"), ("process", "processes"),
+                 ("cache", "caches"), ("file", "files")):
+        assert not other_word(a, b), (a, b)
+    w = words(["buildkit"], [2], 4_613)
+    assert w.holds("bk", "Upload artifacts with the buildkite agent.") == (0, 0)
+    assert w.holds("docker buildx create", "Use the buildkit builder.") == (0, 1)
+    assert words(["states"], [5], 48).holds("State of the cluster", "") == (1, 1)
 
 
 def test_numbers_and_random_tokens_are_noise_and_tool_names_are_not() -> None:
