@@ -8,12 +8,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kairos.domain import markdown
+from kairos.domain.challenge import KEYWORDS
 from kairos.domain.plain import plain_text, step_body
 from kairos.domain.problems import MAX_PROBLEMS, parse_all
 
 WORD = st.text(alphabet="abcdefghijklmnopqrstuvwxyz", min_size=2, max_size=8)
 PHRASE = st.lists(WORD, min_size=1, max_size=5).map(" ".join)
-GOOD = st.one_of(PHRASE, PHRASE.map(lambda p: f"PROOF OF WORK: {p}"),
+COMMAND = PHRASE.filter(lambda p: p.split()[0] not in KEYWORDS)  # a shell command
+GOOD = st.one_of(PHRASE, COMMAND.map(lambda p: f"PROOF OF WORK: {p}"),
                  st.integers(1, 500).map(lambda n: f"PROOF OF WORK: comment min_length={n}"))
 # Each bad body makes exactly one problem, on its challenge line.
 BAD = st.one_of(
