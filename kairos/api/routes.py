@@ -155,8 +155,10 @@ def delete(body: Delete, c: C) -> JSONResponse:
 
 @protocols.get("/protocols/{step_id:uuid_text}", summary="kairos_dump: a step, or ?protocol=true",
                **ok(responses.StepDump | responses.ProtocolDump))
-def dump(step_id: StepId, c: C, protocol: bool = False) -> JSONResponse:
-    return answer(c.kairos.dump(Dump(uri=URI_PREFIX + step_id, protocol=protocol), c.caller))
+def dump(step_id: StepId, c: C, protocol: bool = False, version: int | None = None
+         ) -> JSONResponse:
+    return answer(c.kairos.dump(Dump(uri=URI_PREFIX + step_id, protocol=protocol,
+                                     version=version), c.caller))
 
 
 @protocols.get("/protocols/{step_id:uuid_text}/triggers",

@@ -158,9 +158,13 @@ class Delete(Request):
     protocol: bool = Field(False, description="Delete the whole protocol each uri belongs to.")
 
 
+VersionNumber = Annotated[int, Field(ge=1, description="A protocol version, from 1."), WHOLE]
+
+
 class Dump(Request):
     uri: Uri
     protocol: bool = Field(False, description="Return the whole protocol's markdown.")
+    version: VersionNumber | None = None  # default: the current version
 
 
 class Begin(Request):

@@ -115,6 +115,7 @@ class StepDump(TypedDict):
     mimeType: str
     challenge: dict[str, Any]
     markdown_doc: str
+    version: NotRequired[int]  # the protocol version shown
 
 
 class ProtocolDump(TypedDict):
@@ -127,6 +128,7 @@ class ProtocolDump(TypedDict):
     learned_triggers: Annotated[list[str], Field(description="Learned triggers, most recent "
                                                              "first.")]
     markdown_doc: str
+    version: NotRequired[int]  # the protocol version shown
 
 
 class ItemResult(TypedDict):
