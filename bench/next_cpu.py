@@ -46,6 +46,9 @@ import uvloop
 
 import kairos
 from kairos.config import load_settings
+from kairos.domain.caller import Caller
+from kairos.domain.requests import Attest, Begin, Mint, Next
+from kairos.domain.validation import parse
 from kairos.search.embedders import local_model
 from kairos.service import Kairos
 from kairos.service.wiring import open_service
@@ -80,20 +83,24 @@ def solution(challenge: dict[str, Any], index: int) -> dict[str, Any]:
     return base
 
 
+ME = Caller()
+
+
 class Direct:
     """``begin``, ``next`` and ``attest`` as the service's own calls."""
 
     def __init__(self, k: Kairos) -> None:
         self.k = k
 
-    async def begin(self, uri: str) -> dict[str, Any]:
-        return self.k.begin(uri)
+    async def begin(self, uri: str) -> Any:
+        return self.k.begin(parse(Begin, {"uri": uri}), ME)
 
-    async def next(self, uri: str, solution: dict[str, Any]) -> dict[str, Any]:
-        return self.k.next(uri, solution)
+    async def next(self, uri: str, solution: dict[str, Any]) -> Any:
+        return self.k.next(parse(Next, {"uri": uri, "solution": solution}), ME)
 
-    async def attest(self, uri: str, solution: dict[str, Any]) -> dict[str, Any]:
-        return self.k.attest(uri, "success", "released", solution=solution)
+    async def attest(self, uri: str, solution: dict[str, Any]) -> Any:
+        return self.k.attest(parse(Attest, {"uri": uri, "outcome": "success",
+                                            "message": "released", "solution": solution}), ME)
 
 
 class Rest:
@@ -225,9 +232,10 @@ def main() -> None:
         k = open_service(load_settings(env=env), embedder=local_model(), background=False)
         print(f"backend {k.store.dialect}{', through the REST app' if args.rest else ''}")
         try:
-            shell, comment = ([s["uri"] for s in k.mint(release_protocol(kind, args.steps),
-                                                           force_update=True)["items"][0]["steps"]]
-                              for kind in ("shell", "comment"))
+            shell, comment = ([s["uri"] for s in k.mint(
+                parse(Mint, {"markdown_doc": release_protocol(kind, args.steps),
+                             "force_update": True}), ME)["items"][0]["steps"]]
+                for kind in ("shell", "comment"))
             caller = Rest(k) if args.rest else Direct(k)
             uvloop.run(report(caller, shell, comment, args))
         finally:

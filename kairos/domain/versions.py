@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal
 
 from pydantic import ConfigDict, Field
+from typing_extensions import TypedDict
 
 from . import markdown
 from .bundle_format import content_hash
