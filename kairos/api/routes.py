@@ -43,6 +43,7 @@ from ..domain.requests import (
     WriteEntry,
 )
 from ..domain.texts import URI_PREFIX
+from ..domain.validation import parse
 from ..service import Kairos
 from .auth import identify
 from .openapi import ERRORS, ok
@@ -157,8 +158,9 @@ def delete(body: Delete, c: C) -> JSONResponse:
                **ok(responses.StepDump | responses.ProtocolDump))
 def dump(step_id: StepId, c: C, protocol: bool = False, version: int | None = None
          ) -> JSONResponse:
-    return answer(c.kairos.dump(Dump(uri=URI_PREFIX + step_id, protocol=protocol,
-                                     version=version), c.caller))
+    request = parse(Dump, {"uri": URI_PREFIX + step_id, "protocol": protocol,
+                           "version": version})
+    return answer(c.kairos.dump(request, c.caller))
 
 
 @protocols.get("/protocols/{step_id:uuid_text}/triggers",

@@ -13,6 +13,7 @@ from fastapi.responses import JSONResponse
 from ..domain import responses, views
 from ..domain.requests import ListEntries, ListProtocols, ListRuns, ProtocolRef, RunRef, Validate
 from ..domain.texts import URI_PREFIX
+from ..domain.validation import parse
 from ..domain.versions import VersionDiff, VersionList, VersionsDiff
 from .openapi import ERRORS, ok
 from .routes import C, RunId, StepId, answer
@@ -56,7 +57,7 @@ def versions(step_id: StepId, c: C) -> JSONResponse:
             summary="The unified diff of two versions of a protocol", **ok(VersionsDiff))
 def diff(step_id: StepId, c: C, from_: Annotated[int, Query(alias="from")],
          to: Annotated[int, Query()]) -> JSONResponse:
-    request = VersionDiff(uri=URI_PREFIX + step_id, from_version=from_, to_version=to)
+    request = parse(VersionDiff, {"uri": URI_PREFIX + step_id, "from": from_, "to": to})
     return answer(c.kairos.diff_versions(request, c.caller))
 
 
