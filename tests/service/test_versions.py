@@ -138,6 +138,8 @@ def test_a_run_finishes_on_its_version_when_the_protocol_changes(kairos: Agent) 
     fresh = kairos.next(steps[1], shell_ok(fresh["challenge"]), Caller(id="you"))
     assert fresh["challenge"]["shell"]["cmd"] == "make check"
     assert "kairos_attest" in fresh["next_action"]
+    counts = {r["caller"]: r["step_count"] for r in kairos.list_runs()["items"]}
+    assert counts == {"me": 3, "you": 2}  # each run's own version's steps
 
 
 def test_statistics_per_version_sum_to_the_protocols(kairos: Agent) -> None:
