@@ -156,8 +156,8 @@ def delete(body: Delete, c: C) -> JSONResponse:
 
 @protocols.get("/protocols/{step_id:uuid_text}", summary="kairos_dump: a step, or ?protocol=true",
                **ok(responses.StepDump | responses.ProtocolDump))
-def dump(step_id: StepId, c: C, protocol: bool = False, version: int | None = None
-         ) -> JSONResponse:
+def dump(step_id: StepId, c: C, protocol: bool = False,
+         version: Annotated[int | None, Query(ge=1)] = None) -> JSONResponse:
     request = parse(Dump, {"uri": URI_PREFIX + step_id, "protocol": protocol,
                            "version": version})
     return answer(c.kairos.dump(request, c.caller))

@@ -55,8 +55,8 @@ def versions(step_id: StepId, c: C) -> JSONResponse:
 
 @router.get("/protocols/{step_id:uuid_text}/diff",
             summary="The unified diff of two versions of a protocol", **ok(VersionsDiff))
-def diff(step_id: StepId, c: C, from_: Annotated[int, Query(alias="from")],
-         to: Annotated[int, Query()]) -> JSONResponse:
+def diff(step_id: StepId, c: C, from_: Annotated[int, Query(alias="from", ge=1)],
+         to: Annotated[int, Query(ge=1)]) -> JSONResponse:
     request = parse(VersionDiff, {"uri": URI_PREFIX + step_id, "from": from_, "to": to})
     return answer(c.kairos.diff_versions(request, c.caller))
 
