@@ -83,6 +83,7 @@ def solution(challenge: dict[str, Any], index: int) -> dict[str, Any]:
     return base
 
 
+
 class Direct:
     """``begin``, ``next`` and ``attest`` as the service's own calls, each request validated
     into its model first, as every surface does."""
@@ -233,8 +234,9 @@ def main() -> None:
         print(f"backend {k.store.dialect}{', through the REST app' if args.rest else ''}")
         try:
             shell, comment = ([s["uri"] for s in k.mint(
-                Mint(markdown_doc=release_protocol(kind, args.steps), force_update=True),
-                Caller())["items"][0]["steps"]] for kind in ("shell", "comment"))
+                parse(Mint, {"markdown_doc": release_protocol(kind, args.steps),
+                             "force_update": True}), Caller())["items"][0]["steps"]]
+                for kind in ("shell", "comment"))
             caller = Rest(k) if args.rest else Direct(k)
             uvloop.run(report(caller, shell, comment, args))
         finally:

@@ -19,6 +19,7 @@ from kairos.domain import requests
 from kairos.domain.caller import Caller
 from kairos.domain.errors import KairosError
 from kairos.domain.validation import parse
+from kairos.domain.versions import VersionDiff
 from kairos.service import Kairos
 
 M = TypeVar("M", bound=BaseModel)
@@ -72,8 +73,17 @@ class Agent:
         return self.service.delete(given(requests.Delete, uris=uris, protocol=protocol),
                                    caller)
 
-    def dump(self, uri: Any, caller: Caller = ANYONE, *, protocol: Any = None) -> Any:
-        return self.service.dump(given(requests.Dump, uri=uri, protocol=protocol), caller)
+    def dump(self, uri: Any, caller: Caller = ANYONE, *, protocol: Any = None,
+             version: Any = None) -> Any:
+        return self.service.dump(given(requests.Dump, uri=uri, protocol=protocol,
+                                       version=version), caller)
+
+    def versions(self, uri: Any, caller: Caller = ANYONE) -> Any:
+        return self.service.versions(given(requests.ProtocolRef, uri=uri), caller)
+
+    def diff_versions(self, uri: Any, old: Any, new: Any, caller: Caller = ANYONE) -> Any:
+        return self.service.diff_versions(
+            given(VersionDiff, uri=uri, from_version=old, to_version=new), caller)
 
     def begin(self, uri: Any, caller: Caller = ANYONE) -> Any:
         return self.service.begin(given(requests.Begin, uri=uri), caller)

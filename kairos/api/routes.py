@@ -43,6 +43,7 @@ from ..domain.requests import (
     WriteEntry,
 )
 from ..domain.texts import URI_PREFIX
+from ..domain.validation import parse
 from ..service import Kairos
 from .auth import identify
 from .openapi import ERRORS, ok
@@ -155,8 +156,11 @@ def delete(body: Delete, c: C) -> JSONResponse:
 
 @protocols.get("/protocols/{step_id:uuid_text}", summary="kairos_dump: a step, or ?protocol=true",
                **ok(responses.StepDump | responses.ProtocolDump))
-def dump(step_id: StepId, c: C, protocol: bool = False) -> JSONResponse:
-    return answer(c.kairos.dump(Dump(uri=URI_PREFIX + step_id, protocol=protocol), c.caller))
+def dump(step_id: StepId, c: C, protocol: bool = False,
+         version: Annotated[int | None, Query(ge=1)] = None) -> JSONResponse:
+    request = parse(Dump, {"uri": URI_PREFIX + step_id, "protocol": protocol,
+                           "version": version})
+    return answer(c.kairos.dump(request, c.caller))
 
 
 @protocols.get("/protocols/{step_id:uuid_text}/triggers",

@@ -14,6 +14,8 @@ from ..domain import keys, responses, views
 from ..domain.bundle_format import SCHEMA as BUNDLE
 from ..domain.requests import ListEntries, ListProtocols, ListRuns, ProtocolRef, RunRef, Validate
 from ..domain.texts import URI_PREFIX
+from ..domain.validation import parse
+from ..domain.versions import VersionDiff, VersionList, VersionsDiff
 from .openapi import ERRORS, ok, ok_schema
 from .routes import C, RunId, StepId, answer
 
@@ -46,6 +48,21 @@ def overview(step_id: StepId, c: C) -> JSONResponse:
             summary="Runs and success rate of a protocol per day", **ok(views.Quality))
 def quality(step_id: StepId, c: C) -> JSONResponse:
     return answer(c.kairos.protocol_quality(ProtocolRef(uri=URI_PREFIX + step_id), c.caller))
+
+
+@router.get("/protocols/{step_id:uuid_text}/versions",
+            summary="A protocol's versions: number, content hash, created, runs on each",
+            **ok(VersionList))
+def versions(step_id: StepId, c: C) -> JSONResponse:
+    return answer(c.kairos.versions(ProtocolRef(uri=URI_PREFIX + step_id), c.caller))
+
+
+@router.get("/protocols/{step_id:uuid_text}/diff",
+            summary="The unified diff of two versions of a protocol", **ok(VersionsDiff))
+def diff(step_id: StepId, c: C, from_: Annotated[int, Query(alias="from", ge=1)],
+         to: Annotated[int, Query(ge=1)]) -> JSONResponse:
+    request = parse(VersionDiff, {"uri": URI_PREFIX + step_id, "from": from_, "to": to})
+    return answer(c.kairos.diff_versions(request, c.caller))
 
 
 @router.get("/home", summary="The newest protocols and runs of the space, and the store it "

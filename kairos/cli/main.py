@@ -4,7 +4,7 @@ nothing heavy (database layer, web stack, model) until a command needs it."""
 
 from __future__ import annotations
 
-from . import bundles, data, entries, protocols, runs, server  # noqa: F401  (they register commands)
+from . import bundles, data, entries, protocols, runs, server, versions  # noqa: F401  (they register their commands)
 from .base import app
 
 __all__ = ["app"]

@@ -167,13 +167,17 @@ def search(
 def dump(
     uri: Annotated[str, typer.Argument(metavar="URI", help=URI_HELP)],
     protocol: Annotated[bool, typer.Option("--protocol", help="The whole protocol.")] = False,
+    version: Annotated[int | None, typer.Option(
+        "--version", metavar="N", help="As it was at version N (see `kairos versions`).")
+    ] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Show one step, or the whole protocol as markdown (what `mint --force` reads back)."""
     json_mode(as_json)
     with opened() as local:
         result = local.service.dump(
-            request(Dump, uri=local.expand(uri, "step"), protocol=protocol), local.caller)
+            request(Dump, uri=local.expand(uri, "step"), protocol=protocol, version=version),
+            local.caller)
     if as_json:
         out.as_json(result)
         return

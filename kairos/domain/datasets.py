@@ -15,6 +15,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from datetime import datetime
 from typing import Any
 
+from .canonical import KAIROS_JSON_1
 from .dataset_chat import answer_text, compact, step_of, turns
 from .dataset_filters import Filters
 from .errors import ValidationError
@@ -87,7 +88,8 @@ def trace_record(run: RunData) -> dict[str, Any]:
             "refusals": refused.get(index, []),
         })
     return {**_meta(run), "space": run.space, "caller": run.caller, "status": run.status,
-            "updated_at": run.updated_at, "reward": reward(run), "request": run.request,
+            "updated_at": run.updated_at, "chain_rule": run.chain_rule,
+            "reward": reward(run), "request": run.request,
             "message": run.message, "quality_bonus": run.quality_bonus,
             "proofs": len(done), "steps": steps}
 
@@ -103,7 +105,7 @@ def check_trace(record: Mapping[str, Any]) -> Break | None:
     """Recompute a trace record's chain from its steps' proofs: None when it holds and ends
     at the record's ``proof_head``, else the first link that does not."""
     proofs = [s["proof"] for s in record["steps"] if s.get("proof") is not None]
-    head, _, broken = verify_chain(proofs)
+    head, _, broken = verify_chain(proofs, record.get("chain_rule", KAIROS_JSON_1))
     if broken is None and head != record["proof_head"]:
         return Break(len(proofs), None, "the chain does not end at proof_head")
     return broken

@@ -11,6 +11,7 @@ from functools import cached_property
 from typing import Any, Literal, get_args
 
 from . import texts
+from .canonical import KAIROS_JSON_1
 from .challenge import (
     Challenge,
     Refusal,
@@ -157,8 +158,10 @@ def answer(
     new_nonce: str,
     now: str,
     tool: str = "kairos_next",
+    rule: str = KAIROS_JSON_1,
 ) -> Accepted | Refused:
-    """Judge an answer to the pending challenge."""
+    """Judge an answer to the pending challenge; an accepted one's proof is hashed under
+    the run's chain ``rule``."""
     if state.challenge is None:
         raise ValueError("run has no pending challenge")
     index = state.step_index
@@ -192,7 +195,7 @@ def answer(
         "previous_hash": state.head,
         "time": now,
     }
-    proof_hash = chain_hash(state.head, record)
+    proof_hash = chain_hash(state.head, record, rule)
     record["proof_hash"] = proof_hash
     shown = index + 1
     if shown >= len(steps):  # the last step's proof came through kairos_attest

@@ -77,6 +77,7 @@ Uris = Annotated[str | Annotated[list[str], Field(min_length=1)],
                  Field(description="One step URI or a list of them (kairos://mem/<uuid>). "
                                    "A batch: each URI gets its own result, a malformed or "
                                    "unknown one a result with status error.")]
+VersionNumber = Annotated[int, Field(ge=1, description="A protocol version, from 1."), WHOLE]
 Query = Annotated[str, Field(min_length=1, max_length=QUERY_CHARS, pattern=r"\S",
                              description="What you are looking for, in a few words.")]
 Limit = Annotated[int, Field(ge=1, le=SEARCH_LIMIT,
@@ -161,6 +162,7 @@ class Delete(Request):
 class Dump(Request):
     uri: Uri
     protocol: bool = Field(False, description="Return the whole protocol's markdown.")
+    version: VersionNumber | None = None  # default: the current version
 
 
 class Begin(Request):

@@ -118,6 +118,7 @@ class StepDump(TypedDict):
     mimeType: str
     challenge: dict[str, Any]
     markdown_doc: str
+    version: NotRequired[int]  # the protocol version shown
 
 
 class ProtocolDump(TypedDict):
@@ -130,6 +131,7 @@ class ProtocolDump(TypedDict):
     learned_triggers: Annotated[list[str], Field(description="Learned triggers, most recent "
                                                              "first.")]
     markdown_doc: str
+    version: NotRequired[int]  # the protocol version shown
 
 
 class ItemResult(TypedDict):

@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from .canonical import KAIROS_JSON_1
+
 
 @dataclass(frozen=True)
 class StepData:
@@ -55,6 +57,7 @@ class RunData:
     protocol: ProtocolData
     proofs: tuple[Mapping[str, Any], ...]  # the chain, in order, each with its proof_hash
     head: str                     # the chain head the store holds for the run
+    chain_rule: str = KAIROS_JSON_1  # the rule the chain was hashed with (``canonical``)
     message: str | None = None    # the attestation's message
     quality_bonus: float | None = None
     llm_model_id: str | None = None

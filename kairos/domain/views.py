@@ -8,7 +8,7 @@ and ``/openapi.json`` documents them (FastAPI reads them as it reads the request
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, NotRequired
 
 from pydantic import Field
 from typing_extensions import TypedDict
@@ -246,6 +246,8 @@ class RunDetail(TypedDict):
     head: str
     verification: ChainCheck
     links: list[Link]
+    protocol_version: NotRequired[int]  # the version the run follows
+    chain_rule: NotRequired[str]
 
 
 __all__ = [

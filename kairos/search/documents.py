@@ -5,12 +5,13 @@ change), and the services build the document of what they are about to write."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from ..domain import doctext, markdown
 from ..domain.challenge import Challenge, from_issued
+from ..domain.versions import draft_of
 from ..store.repo import Repo
 from ..store.text_index import token_count
 
@@ -47,17 +48,6 @@ class DocSpec:
 
 def challenge_of(row: Mapping[Any, Any]) -> Challenge:
     return from_issued(dict(row["challenge"]))
-
-
-def draft_of(protocol: Mapping[Any, Any], steps: Sequence[Mapping[Any, Any]]
-             ) -> markdown.ProtocolDraft:
-    """A stored protocol (its row and its steps' rows, in order) as a draft."""
-    return markdown.ProtocolDraft(
-        protocol["title"],
-        tuple(markdown.StepDraft(s["label"], s["content"], challenge_of(s)) for s in steps),
-        protocol["intro"],
-        triggers=tuple(protocol.get("triggers") or ()),
-    )
 
 
 def protocol_doc(protocol_id: str, space: str, draft: markdown.ProtocolDraft,

@@ -63,6 +63,7 @@ from ..domain.responses import (
     UpdateResult,
     Validation,
 )
+from ..domain.versions import VersionDiff, VersionList, VersionsDiff
 from ..domain.views import (
     EntryPage,
     Home,
@@ -92,6 +93,7 @@ from .runs import RunService
 from .signing import Signing, open_signing
 from .transfer import export_records
 from .triggers import TriggerService
+from .versions import VersionService
 
 
 class Kairos:
@@ -110,6 +112,7 @@ class Kairos:
         self.protocols = ProtocolService(store, self.search_engine, Parser(self.limits))
         self.minter = Minter(store, self.search_engine, self.protocols)
         self.runs = RunService(store, self.protocols, self.limits)
+        self.version_service = VersionService(store, self.protocols)
         self.finder = ProtocolFinder(store, self.search_engine,
                                      float(settings.search_threshold))
         self.trigger_service = TriggerService(store, self.protocols, self.search_engine)
@@ -166,9 +169,16 @@ class Kairos:
         return self.protocols.delete(request, caller)
 
     def dump(self, request: Dump, caller: Caller) -> StepDump | ProtocolDump:
-        return self.protocols.dump(request.uri, caller, protocol=request.protocol)
+        return self.protocols.dump(request.uri, caller, protocol=request.protocol,
+                                   version=request.version)
 
     # --- running protocols (contract §4) ---------------------------------------------------
+
+    def versions(self, request: ProtocolRef, caller: Caller) -> VersionList:
+        return self.version_service.versions(request.uri, caller)
+
+    def diff_versions(self, request: VersionDiff, caller: Caller) -> VersionsDiff:
+        return self.version_service.diff(request, caller)
 
     def begin(self, request: Begin, caller: Caller) -> StepResult:
         return self.runs.begin(request.uri, caller)

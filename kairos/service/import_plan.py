@@ -4,6 +4,7 @@ off an id another space holds), the references that follow it, and the rows writ
 from __future__ import annotations
 
 import uuid
+from collections import defaultdict
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -12,6 +13,7 @@ from sqlalchemy import insert, select
 from ..domain import engine, markdown
 from ..domain.errors import CONFLICT, DUPLICATE_CHAIN, ConflictError
 from ..domain.markdown import title_key
+from ..domain.versions import content_hash, step_entries
 from ..search.documents import DocSpec, entry_doc, protocol_doc
 from ..store import schema
 from ..store.schema import entry_table
@@ -68,21 +70,21 @@ class Plan:
         self.protocols = _Places(repo, schema.protocols, protos, space)
         self._titles(repo, protos)
         self.step_ids = self._step_ids(repo)
-        builtin = [r[0] for r in repo.conn.execute(
-            select(schema.protocols.c.id).where(schema.protocols.c.builtin.is_(True)))]
-        steps_of = {pid: [s["id"] for s in repo.steps_of(pid)] for pid in builtin}
-        for _, v in checked["steps"]:
-            steps_of.setdefault(v["protocol_id"], []).append(v["id"])
+        self.versions = self._versions(repo)
         for row, run in checked["runs"]:
-            if run["protocol_id"] not in steps_of:
+            if run["protocol_id"] not in self.versions:
                 raise row.refuse("protocol_id", "the id of a protocol in this file or of a "
                                  "built-in protocol", run["protocol_id"])
-            known = steps_of[run["protocol_id"]]
+            known = self.versions[run["protocol_id"]].get(run["protocol_version"])
+            if known is None:
+                raise row.refuse("protocol_version", "a version of its protocol in this file "
+                                 "(or of the built-in protocol in this store)",
+                                 run["protocol_version"])
             if run["step_index"] > len(known):
-                raise row.refuse("step_index", f"at most {len(known)} (its protocol's steps)",
+                raise row.refuse("step_index", f"at most {len(known)} (its version's steps)",
                                  run["step_index"])
             if run["failed_step_id"] not in (None, *known):
-                raise row.refuse("failed_step_id", "a step of its protocol, or null",
+                raise row.refuse("failed_step_id", "a step of its protocol version, or null",
                                  run["failed_step_id"])
         self.runs = _Places(repo, schema.runs, (v["id"] for _, v in checked["runs"]), space)
         self.learned = _Places(repo, schema.learned_triggers,
@@ -91,6 +93,28 @@ class Plan:
                                        (v["id"] for _, v in checked[table]), space)
                         for table, kind in _ENTRIES.items()}
         self.codes = {r["code"] for r in repo.categories(space)}
+
+    def _versions(self, repo: Repo) -> dict[str, dict[int, list[str]]]:
+        """The step ids of every version a run of the file may follow: the file's versions
+        (a protocol of the file without any has its text as version 1), and the built-in
+        protocols' versions in this store."""
+        out: dict[str, dict[int, list[str]]] = defaultdict(dict)
+        builtin = [r[0] for r in repo.conn.execute(
+            select(schema.protocols.c.id).where(schema.protocols.c.builtin.is_(True)))]
+        for pid in builtin:
+            for held in repo.versions_of(pid):
+                out[pid][held["version"]] = [s["id"] for s in held["steps"]]
+        for _, v in self.checked["protocol_versions"]:
+            out[v["protocol_id"]][v["version"]] = [s["id"] for s in v["steps"]]
+        steps = sorted((v for _, v in self.checked["steps"]), key=lambda v: v["position"])
+        for _, proto in self.checked["protocols"]:
+            if proto["id"] not in out:
+                out[proto["id"]][1] = [v["id"] for v in steps
+                                       if v["protocol_id"] == proto["id"]]
+        pv = schema.protocol_versions.c
+        self.held_versions = {(r["protocol_id"], r["version"]) for r in repo.all(
+            select(pv.protocol_id, pv.version).where(pv.protocol_id.in_(list(out))))}
+        return dict(out)
 
     def _titles(self, repo: Repo, protos: dict[str, tuple[Row, dict[str, Any]]]) -> None:
         """A new protocol's title is free in the space (and used once in the file)."""
@@ -147,6 +171,9 @@ class Plan:
             return [v for v in rows if v["code"] not in self.codes]
         if table == "learned_triggers":  # learned with their protocol
             return [v for v in rows if v["protocol_id"] not in self.protocols.kept]
+        if table == "protocol_versions":  # with their protocol, or a deleted one's anew
+            return [v for v in rows if v["protocol_id"] not in self.protocols.kept and (
+                self._protocol(v["protocol_id"]), v["version"]) not in self.held_versions]
         return [v for v in rows if v["id"] not in self.entries[table].kept]
 
     @property
@@ -208,11 +235,33 @@ class Plan:
         for table in _ENTRIES:
             ids = self.entries[table].ids
             rows[table] = [{**v, "id": ids[v["id"]], "space": space} for v in self._new(table)]
+        rows["protocol_versions"] = self._version_rows(rows["protocols"], rows["steps"])
         for table in ("categories", "protocols", "steps", "runs", "proofs", "attestations",
-                      "learned_triggers", *_ENTRIES):
+                      "learned_triggers", "protocol_versions", *_ENTRIES):
             if rows[table]:
                 conn.execute(insert(schema.metadata.tables[table]), rows[table])
         for proto in rows["protocols"]:
             repo.create_metrics(proto["id"], space, [s["id"] for s in rows["steps"]
                                                      if s["protocol_id"] == proto["id"]])
         return {table: len(r) for table, r in rows.items() if r}
+
+    def _version_rows(self, protocols: list[dict[str, Any]], steps: list[dict[str, Any]]
+                      ) -> list[dict[str, Any]]:
+        """The file's new versions (their steps' ids as the space gives them), and version
+        1 of each new protocol that came without any."""
+        out = [{**v, "protocol_id": self._protocol(v["protocol_id"]), "space": self.space,
+                "steps": [{**s, "id": self.step_ids.get(s["id"], s["id"])}
+                          for s in v["steps"]]} for v in self._new("protocol_versions")]
+        have = {v["protocol_id"] for v in out}
+        by_new_id = {self.protocols.ids[v["id"]]: v["id"] for v in self._new("protocols")}
+        for proto in protocols:
+            if proto["id"] in have:
+                continue
+            mine = sorted((s for s in steps if s["protocol_id"] == proto["id"]),
+                          key=lambda s: s["position"])
+            text = markdown.render(self.drafts[by_new_id[proto["id"]]])
+            out.append({"protocol_id": proto["id"], "version": 1, "space": self.space,
+                        "title": proto["title"], "markdown": text,
+                        "content_hash": content_hash(text), "steps": step_entries(mine),
+                        "created_at": proto["updated_at"]})
+        return out

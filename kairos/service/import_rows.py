@@ -16,6 +16,8 @@ from typing import Any
 
 from ..domain import challenge as ch
 from ..domain import doctext, engine, limits
+from ..domain.bundle_format import content_hash
+from ..domain.canonical import CHAIN_RULES, KAIROS_JSON_1
 from ..domain.errors import KairosError, MarkdownError, ValidationError
 from ..domain.limits import Limits
 from ..domain.proof import HASH_RE, RECORD_KEYS
@@ -23,7 +25,8 @@ from ..domain.requests import UUID_PATTERN
 from ..domain.triggers import clean_triggers
 
 __all__ = ["Row", "check_attestation", "check_category", "check_learned_trigger",
-           "check_proof", "check_protocol", "check_run", "check_step", "refused"]
+           "check_proof", "check_protocol", "check_run", "check_step", "check_version",
+           "refused"]
 
 _MISSING: Any = object()
 _UUID = re.compile(f"^{UUID_PATTERN}$")
@@ -154,6 +157,7 @@ def check_protocol(row: Row) -> dict[str, Any]:
                             and all(isinstance(t, str) for t in v)),
             "llm_model_id": row.text("llm_model_id", limits.MODEL_ID_CHARS, nullable=True),
             "triggers": _triggers(row, row.values.get("triggers", [])),
+            "version": _optional(row, "version", 1, lambda: row.integer("version", 1, _MAX)),
             "created_at": row.stamp("created_at"), "updated_at": row.stamp("updated_at")}
 
 
@@ -202,7 +206,46 @@ def check_run(row: Row) -> dict[str, Any]:
             "message": row.text("message", lim.message_chars, nullable=True),
             "quality_bonus": row.number("quality_bonus", -1, 1, nullable=True),
             "proven": row.flag("proven"),
+            # An export made before versions holds neither: its runs followed version 1
+            # and were hashed with the first rule.
+            "protocol_version": _optional(row, "protocol_version", 1,
+                                          lambda: row.integer("protocol_version", 1, _MAX)),
+            "chain_rule": _optional(row, "chain_rule", KAIROS_JSON_1,
+                                    lambda: row.one_of("chain_rule", CHAIN_RULES)),
             "created_at": row.stamp("created_at"), "updated_at": row.stamp("updated_at")}
+
+
+_MAX = 1_000_000
+
+
+def _optional(row: Row, column: str, default: Any, check: Callable[[], Any]) -> Any:
+    return check() if column in row.values else default
+
+
+def _version_steps_ok(value: Any) -> bool:
+    return isinstance(value, list) and bool(value) and all(
+        isinstance(s, dict) and set(s) == {"id", "label", "content", "challenge"}
+        and isinstance(s["id"], str) and bool(_UUID.match(s["id"]))
+        and isinstance(s["label"], str) and isinstance(s["content"], str)
+        and _challenge_ok(s["challenge"]) for s in value)
+
+
+def check_version(row: Row) -> dict[str, Any]:
+    """A protocol version: its hash must be its text's (its steps are checked against the
+    text by minting it again, in ``imports``)."""
+    lim = row.limits
+    values = {"protocol_id": row.id("protocol_id"), "version": row.integer("version", 1, _MAX),
+              "title": row.text("title", lim.title_chars, blank=False),
+              "markdown": row.text("markdown", lim.document_bytes, blank=False),
+              "content_hash": row.hash("content_hash"),
+              "steps": row.get("steps", "a list of steps {id, label, content, challenge}",
+                               _version_steps_ok),
+              "created_at": row.stamp("created_at")}
+    digest = content_hash(values["markdown"])
+    if values["content_hash"] != digest:
+        raise row.refuse("content_hash", f"the sha256 of its markdown ({digest})",
+                         values["content_hash"])
+    return values
 
 
 def check_proof(row: Row) -> dict[str, Any]:

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy.exc import DBAPIError
 
 from ..domain import limits, markdown
+from ..domain.bundle_format import content_hash
 from ..domain.caller import Caller
 from ..domain.errors import CONFLICT, ConflictError, KairosError, ValidationError
 from ..domain.limits import Limits
@@ -140,7 +141,8 @@ def _check(found: dict[str, list[Row]], categories: set[str],
     checks = {"protocols": rows_.check_protocol, "steps": rows_.check_step,
               "runs": rows_.check_run, "proofs": rows_.check_proof,
               "attestations": rows_.check_attestation, "categories": rows_.check_category,
-              "learned_triggers": rows_.check_learned_trigger}
+              "learned_triggers": rows_.check_learned_trigger,
+              "protocol_versions": rows_.check_version}
     checked: Checked = {name: [(row, check(row)) for row in found.get(name, [])]
                         for name, check in checks.items()}
     codes = categories | {v["code"] for _, v in checked["categories"]}
@@ -167,6 +169,7 @@ def _check(found: dict[str, list[Row]], categories: set[str],
             raise row.refuse("id", "a protocol with at least one step in this file", pid)
         drafts[pid] = replace(_mint_again(row, proto, steps, parse),
                               triggers=tuple(proto["triggers"]))
+    _versions(checked, protocols, by_protocol, drafts, parse)
     learned = _unique(checked["learned_triggers"], lambda v: v["id"], "id")
     for row, trigger in learned.values():
         if trigger["protocol_id"] not in protocols:
@@ -174,6 +177,39 @@ def _check(found: dict[str, list[Row]], categories: set[str],
                              trigger["protocol_id"])
     _unique(checked["learned_triggers"], lambda v: (v["protocol_id"], v["text_key"]), "text")
     return checked, drafts
+
+
+def _versions(checked: Checked, protocols: dict[str, tuple[Row, dict[str, Any]]],
+              steps_of: dict[str, list[tuple[Row, dict[str, Any]]]],
+              drafts: dict[str, markdown.ProtocolDraft],
+              parse: Callable[[str], list[markdown.ProtocolDraft]]) -> None:
+    """Each version's text mints as its steps say; a protocol of the file that has versions
+    names one of them as current, and that one is its text and its steps."""
+    versions = _unique(checked["protocol_versions"],
+                       lambda v: (v["protocol_id"], v["version"]), "version")
+    for row, v in versions.values():
+        try:
+            parsed = parse(v["markdown"])
+        except KairosError as exc:
+            raise row.refuse("markdown", "markdown that mints", exc.message) from None
+        got = [{"label": s.label, "content": s.content, "challenge": s.challenge.to_dict()}
+               for s in parsed[0].steps] if len(parsed) == 1 else None
+        if got is None or parsed[0].title != v["title"]:
+            raise row.refuse("markdown", f"one protocol titled {v['title']!r}",
+                             v["markdown"][:80])
+        if got != [{k: s[k] for k in ("label", "content", "challenge")} for s in v["steps"]]:
+            raise row.refuse("steps", "the steps its markdown mints", v["steps"])
+    for pid, (row, proto) in protocols.items():
+        mine = {n: v for (p, n), (_, v) in versions.items() if p == pid}
+        if not mine and proto["version"] == 1:
+            continue  # an export made before versions: its text becomes version 1
+        current = mine.get(proto["version"])
+        ids = [s["id"] for _, s in sorted(steps_of.get(pid, []),
+                                           key=lambda s: s[1]["position"])]
+        if current is None or current["content_hash"] != content_hash(
+                markdown.render(drafts[pid])) or [s["id"] for s in current["steps"]] != ids:
+            raise row.refuse("version", "a version of this protocol in the file whose text "
+                             "and steps are the protocol's", proto["version"])
 
 
 def _entry(row: Row, kind: str, codes: set[str]) -> dict[str, Any]:
@@ -265,8 +301,8 @@ def _chains(checked: Checked) -> None:
             if proof["seq"] != seq:
                 raise row.refuse("seq", f"{seq} (a run's proofs are numbered 0, 1, 2 ...)",
                                  proof["seq"])
-        head, _, broken = verify_chain(dict(p["record"], proof_hash=p["proof_hash"])
-                                       for _, p in proofs)
+        head, _, broken = verify_chain((dict(p["record"], proof_hash=p["proof_hash"])
+                                        for _, p in proofs), run["chain_rule"])
         if broken is not None:
             row = proofs[broken.index][0]
             raise row.refuse("proof_hash", f"a proof chain that verifies ({broken.reason})",

@@ -35,6 +35,7 @@ from ..store.repo import Repo, Row
 from .clock import now
 from .protocols import BUILTIN_SPACE, Indexed, ProtocolService
 from .turns import GUARD_ATTEMPTS, in_turn
+from .versions import record_version
 
 SIMILAR_THRESHOLD = 0.9
 BUILTINS = {
@@ -213,6 +214,7 @@ class Minter:
         new_rows = [_step_row(ids[i], pid, space, i, s, stamp) for i, s in enumerate(draft.steps)]
         repo.delete_steps(r["id"] for r in old_steps)
         repo.insert_steps(new_rows)
+        record_version(repo, existing, pid, space, draft, new_rows, stamp)
         if not builtin:  # a built-in's statistics are made per space that runs it
             repo.create_metrics(pid, space, [r["id"] for r in new_rows])
         if indexed is not None:

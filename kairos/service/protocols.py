@@ -14,7 +14,8 @@ from ..domain.errors import ConflictError, KairosError, NotFoundError, Validatio
 from ..domain.requests import Delete, StepChange, Update
 from ..domain.responses import DeleteResult, ItemResult, ProtocolDump, StepDump, UpdateResult
 from ..domain.uris import parse_uri, to_uri
-from ..search.documents import DocSpec, draft_of, protocol_doc
+from ..domain.versions import draft_of
+from ..search.documents import DocSpec, protocol_doc
 from ..search.service import SearchService
 from ..store.db import Store
 from ..store.repo import Repo, Row
@@ -22,6 +23,7 @@ from .clock import now
 from .parsing import Parser
 from .step_cache import RunContext, RunSteps, StepCache, step_views
 from .turns import GUARD_ATTEMPTS, in_turn
+from .versions import record_version, version_dump, version_of
 
 BUILTIN_SPACE = "_builtin"
 
@@ -56,9 +58,9 @@ class ProtocolService:
 
     def run_context(self, repo: Repo, uri: object, caller: Caller, nonce: str | None = None,
                     *, field: str = "uri") -> RunContext:
-        """``resolve`` for the run loop, in one query: the step, its protocol, the
-        protocol's parsed steps (from the cache while the protocol is unchanged) and the
-        run that issued ``nonce``. The same 404 as ``resolve``."""
+        """``resolve`` for the run loop, in one query: the step, its protocol, the parsed
+        steps of the version the nonce's run follows (else the current version) and that
+        run. The same 404 as ``resolve``."""
         step_id = parse_uri(uri, field)
         loaded = repo.run_context(step_id, nonce)
         if loaded is None or (loaded[0]["p_space"] != caller.space
@@ -66,18 +68,30 @@ class ProtocolService:
             raise NotFoundError(f"No protocol step at {uri}.", field=field)
         found, run = loaded
         protocol_id = found["p_id"]
-        version = (found["p_updated_at"], found["n_steps"], found["steps_stamp"])
+        pinned = run["protocol_version"] if run is not None and (
+            run["protocol_id"] == protocol_id) else found["p_version"]
+        steps = self.version_steps(repo, protocol_id, pinned)
+        position = (steps.ids.index(step_id) if step_id in steps.ids else found["position"])
+        if position is None:
+            raise NotFoundError(f"No protocol step at {uri}.", field=field)
+        return RunContext(
+            {"id": step_id, "position": position},
+            {"id": protocol_id, "space": found["p_space"], "builtin": found["p_builtin"],
+             "updated_at": found["p_updated_at"], "version": found["p_version"]},
+            steps, run)
+
+    def version_steps(self, repo: Repo, protocol_id: str, version: int) -> RunSteps:
+        """The parsed steps of one version of a protocol (cached: versions never change)."""
         steps = self.step_cache.get(protocol_id, version)
         if steps is None:
-            rows = repo.steps_of(protocol_id)
-            steps = RunSteps(tuple(r["id"] for r in rows), step_views(rows))
-            if len(rows) == found["n_steps"]:
-                self.step_cache.put(protocol_id, version, steps)
-        return RunContext(
-            {"id": found["id"], "position": found["position"]},
-            {"id": protocol_id, "space": found["p_space"], "builtin": found["p_builtin"],
-             "updated_at": found["p_updated_at"]},
-            steps, run)
+            row = repo.version(protocol_id, version)
+            if row is None:
+                raise NotFoundError(f"Version {version} of this protocol no longer exists.",
+                                    field="uri")
+            steps = RunSteps(version, tuple(s["id"] for s in row["steps"]),
+                             step_views(row["steps"]))
+            self.step_cache.put(protocol_id, version, steps)
+        return steps
 
     # --- reading markdown ------------------------------------------------------------------
 
@@ -88,12 +102,16 @@ class ProtocolService:
 
     # --- dump ------------------------------------------------------------------------------
 
-    def dump(self, uri: str, caller: Caller, *, protocol: bool = False
-             ) -> StepDump | ProtocolDump:
+    def dump(self, uri: str, caller: Caller, *, protocol: bool = False,
+             version: int | None = None) -> StepDump | ProtocolDump:
+        """A step or the whole protocol, as it is now or as it was at ``version``."""
         with self.store.read() as repo:
             step, proto, steps = self.resolve(repo, uri, caller)
             learned = ([] if self.search is None or not protocol else
                        [t["text"] for t in self.search.learning.listing(repo.conn, proto["id"])])
+            if version is not None:
+                return version_dump(repo, version_of(repo, proto["id"], version, uri,
+                                                     "version"), step["id"], protocol, learned)
         if protocol:
             draft = draft_of(proto, steps)
             return {
@@ -105,6 +123,7 @@ class ProtocolService:
                 "triggers": list(draft.triggers),
                 "learned_triggers": learned,
                 "markdown_doc": markdown.render(draft),
+                "version": proto["version"],
             }
         return {
             "uri": to_uri(step["id"]),
@@ -117,6 +136,7 @@ class ProtocolService:
             "mimeType": "text/markdown",
             "challenge": dict(step["challenge"]),
             "markdown_doc": markdown.render_step(step["label"], step["content"]),
+            "version": proto["version"],
         }
 
     # --- update and delete -----------------------------------------------------------------
@@ -178,6 +198,9 @@ class ProtocolService:
                                            tags=draft.tags):
                     continue  # changed since it was read: edit the new version
                 repo.update_step(step["id"], updated_at=stamp, **edited)
+                record_version(repo, proto, proto["id"], proto["space"], draft,
+                               [{**r, **edited} if r["id"] == step["id"] else r
+                                for r in rows], stamp)
                 self._index(repo, indexed)
             return {"uri": uri, "status": "updated", "label": new_step.label,
                     "challenge": new_step.challenge.to_dict()}
@@ -216,6 +239,7 @@ class ProtocolService:
                 repo.delete_steps([step["id"]])
                 for pos, s in enumerate(rest):
                     repo.update_step(s["id"], position=pos)
+                record_version(repo, proto, proto["id"], proto["space"], draft, rest, stamp)
                 self._index(repo, indexed)
             return [uri]
         raise ConflictError(errors.CONFLICT, "The protocol kept changing; retry.", field="uris")

@@ -105,7 +105,7 @@ def _broken(index: int, step_uri: str | None, reason: str) -> Broken:
 def _chain(run: Row, records: list[dict[str, Any]]) -> tuple[int, Broken | None]:
     """How many links of a run's proof chain recompute, and the first that does not (or,
     when the chain is whole, the run's head that does not match its last proof)."""
-    head, checked, broken = verify_chain(records)
+    head, checked, broken = verify_chain(records, run["chain_rule"])
     if broken is not None:
         return checked, _broken(broken.index, broken.step_uri, broken.reason)
     if head != run["head"]:
@@ -235,8 +235,9 @@ class ReadService:
         """One run: its protocol, steps, and proof chain with every link checked."""
         with self.store.read() as repo:
             run = own_run(repo, run_id, caller)
-            proto = repo.protocol(run["protocol_id"])
-            steps = repo.steps_of(run["protocol_id"]) if proto is not None else []
+            version = repo.version(run["protocol_id"], run["protocol_version"])
+            steps = [{**s, "position": i} for i, s in enumerate(version["steps"])
+                     ] if version is not None else []
             records = proof_records(repo, run["id"])
         _, first_broken = _chain(run, records)
         links: list[Link] = []
@@ -249,7 +250,7 @@ class ReadService:
             else:
                 state, reason = "valid", None
             try:
-                expected: str | None = chain_hash(previous, rec)
+                expected: str | None = chain_hash(previous, rec, run["chain_rule"])
             except (KeyError, TypeError, ValueError):
                 expected = None
             links.append({"index": i, "step_uri": rec.get("step_uri"),
@@ -264,9 +265,9 @@ class ReadService:
             "message": run["message"], "caller": run["caller"],
             "step": run["step_index"] + 1, "retry_count": run["retry_count"],
             "created_at": run["created_at"], "updated_at": run["updated_at"],
-            "protocol": None if proto is None else {
+            "protocol": None if version is None else {
                 "uri": to_uri(steps[0]["id"]) if steps else None,
-                "chain_label": proto["title"]},
+                "chain_label": version["title"]},
             "steps": [{"uri": to_uri(s["id"]), "position": s["position"] + 1,
                        "label": s["label"], "proven": s["position"] in proven_at}
                       for s in steps],
@@ -275,6 +276,7 @@ class ReadService:
             "verification": {"valid": first_broken is None, "proofs": len(records),
                              "first_broken": first_broken},
             "links": links,
+            "protocol_version": run["protocol_version"], "chain_rule": run["chain_rule"],
         }
 
     # --- entries ---------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 
 from ..domain import engine, errors, limits
 from ..domain.caller import Caller
+from ..domain.canonical import NEW_RUN_RULE
 from ..domain.engine import RunState
 from ..domain.errors import ConflictError, KairosError, NotFoundError, ValidationError
 from ..domain.limits import Limits
@@ -77,6 +78,11 @@ def _waits(run: RunRow, protocol_id: str, step_index: int | None,
             and (step_index is None or run["step_index"] == step_index))
 
 
+def _counts(run: RunRow) -> Counts:
+    """The statistics a write to ``run`` changes: its protocol's and its version's."""
+    return Counts(run["protocol_id"], run["space"], run["protocol_version"])
+
+
 def _state(row: RunRow) -> RunState:
     return RunState(row["id"], row["step_index"], row["challenge"], row["head"],
                     row["retry_count"], row["attempt"], row["status"])
@@ -103,11 +109,13 @@ class RunService:
             run_id, nonce, stamp = new_id(), new_nonce(), now()
             state, response = engine.begin(ctx.steps.views, ctx.step["position"], run_id, nonce)
             repo.insert_run(id=run_id, space=caller.space, protocol_id=proto["id"],
-                            caller=caller.id, created_at=stamp, **_state_values(state, stamp))
+                            caller=caller.id, created_at=stamp,
+                            protocol_version=ctx.steps.version, chain_rule=NEW_RUN_RULE,
+                            **_state_values(state, stamp))
             repo.insert_nonce(nonce, run_id, 0, 1, stamp)
             if proto["builtin"]:  # a built-in's statistics are kept per space that runs it
                 repo.create_metrics(proto["id"], caller.space, ctx.steps.ids)
-            counts = Counts(proto["id"], caller.space)
+            counts = Counts(proto["id"], caller.space, ctx.steps.version)
             counts.add(runs=1, last_run_at=stamp)
             repo.count(counts)
         return response
@@ -134,9 +142,9 @@ class RunService:
                         f"No active run of this protocol is waiting for the answer to step "
                         f"{refused_at + 1}. Call kairos_begin with {to_uri(ctx.steps.ids[0])} "
                         "to start one.", field="uri")
-                counts = Counts(run["protocol_id"], run["space"])
-                response = self._judge(repo, run, ctx.steps, solution, uri, "kairos_next",
-                                       counts)
+                counts = _counts(run)
+                response = self._judge(repo, run, self._steps(repo, ctx, run), solution, uri,
+                                       "kairos_next", counts)
                 repo.count(counts)
                 assert response is not None  # the step after the one answered: never past
                 return response              # the last
@@ -163,14 +171,14 @@ class RunService:
                         errors.NO_ACTIVE_RUN,
                         f"No run of this protocol to attest for this caller. Call kairos_begin "
                         f"with {to_uri(ctx.steps.ids[0])} first.", field="uri")
-                counts = Counts(run["protocol_id"], run["space"])
+                counts = _counts(run)
                 counted_before = _counted(run)
                 if solution is not None:
                     if run["challenge"] is None:
                         raise ValidationError(
                             "solution", "no solution: every step of this run is already proven")
-                    judged = self._judge(repo, run, ctx.steps, solution, uri,
-                                         "kairos_attest", counts)
+                    judged = self._judge(repo, run, self._steps(repo, ctx, run), solution,
+                                         uri, "kairos_attest", counts)
                     if judged is not None and "error_code" in judged:
                         repo.count(counts)
                         return judged
@@ -197,13 +205,14 @@ class RunService:
                 if closed is not None:
                     raise ConflictError(errors.CONFLICT, f"Run {run['id']} {closed}; there is "
                                         "nothing to abort.", field="run_id")
-                steps = repo.steps_of(run["protocol_id"])
-                if not steps:
+                version = repo.version(run["protocol_id"], run["protocol_version"])
+                if version is None:
                     raise NotFoundError(f"The protocol of run {run['id']} no longer exists.",
                                         field="run_id")
+                steps = version["steps"]
                 step = steps[min(run["step_index"], len(steps) - 1)]
                 return self.record_outcome(repo, run, step["id"], "failure", reason, 0.0,
-                                           None, Counts(run["protocol_id"], run["space"]))
+                                           None, _counts(run))
 
         return _retrying(record, "aborting")
 
@@ -263,6 +272,12 @@ class RunService:
 
     # --- shared ----------------------------------------------------------------------------
 
+    def _steps(self, repo: Repo, ctx: RunContext, run: RunRow) -> RunSteps:
+        """The steps of the version ``run`` follows, whatever the protocol's now."""
+        if ctx.steps.version == run["protocol_version"]:
+            return ctx.steps
+        return self.protocols.version_steps(repo, run["protocol_id"], run["protocol_version"])
+
     @staticmethod
     def _find_run(repo: Repo, ctx: RunContext, caller: Caller, nonce: str | None,
                   step_index: int | None, statuses: tuple[str, ...],
@@ -306,7 +321,7 @@ class RunService:
             raise ValidationError("solution", "no pending challenge for this run")
         nonce, stamp = new_nonce(), now()
         decision = engine.answer(steps, state, solution, sent_uri=sent_uri, new_nonce=nonce,
-                                 now=stamp, tool=tool)
+                                 now=stamp, tool=tool, rule=run["chain_rule"])
         values = _state_values(decision.state, stamp)
         accepted = isinstance(decision, engine.Accepted)
         if accepted and decision.state.challenge is None:

@@ -36,6 +36,7 @@ SCOPES: dict[str, str] = {
     "experiences": BY_SPACE,
     "manuals": BY_SPACE,
     "learned_triggers": BY_SPACE,
+    "protocol_versions": BY_SPACE,
 }
 NOT_EXPORTED: dict[str, str] = {
     "search_docs": "search index: rebuilt from the imported records",
@@ -47,6 +48,7 @@ NOT_EXPORTED: dict[str, str] = {
     "protocol_metrics": "counted from this store's own runs: an imported protocol starts at "
                         "zero, since imported runs were not earned here",
     "step_metrics": "counted from this store's own runs, as protocol_metrics",
+    "version_metrics": "counted from this store's own runs, as protocol_metrics",
     "search_leads": "the searches of the last minutes, kept only to learn from a run that "
                     "follows them",
 }

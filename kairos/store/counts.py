@@ -1,6 +1,7 @@
 """A protocol's statistics in one space: the changes one write makes to them, gathered
 while it runs and applied at its end, always in one order — the steps' rows by id, then
-the protocol's row. On PostgreSQL every counter UPDATE holds its row's lock until commit;
+the protocol's row, then the row of the protocol version the run follows. On PostgreSQL
+every counter UPDATE holds its row's lock until commit;
 two writers that took the same rows in opposite orders would each wait for the other
 (a deadlock). One order means one of them simply waits its turn."""
 
@@ -11,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import bindparam, select, update
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 from sqlalchemy.sql import Executable
 
@@ -24,10 +26,11 @@ _BUMPS: dict[tuple[str, tuple[str, ...]], Executable] = {}
 @dataclass
 class Counts:
     """What one write adds to (or sets in) the statistics of ``protocol_id`` as run in
-    ``space``."""
+    ``space`` (and its counters to those of its ``version``, when given)."""
 
     protocol_id: str
     space: str
+    version: int | None = None
     protocol: dict[str, Any] = field(default_factory=dict)
     steps: dict[str, dict[str, int]] = field(
         default_factory=lambda: defaultdict(lambda: defaultdict(int)))
@@ -76,6 +79,26 @@ def apply(conn: Connection, counts: Counts) -> None:
         params = {f"d_{k}" if k in PROTOCOL_COUNTERS else f"v_{k}": v for k, v in values.items()}
         conn.execute(_bump("protocol", tuple(values)),
                      {**base, "b_id": counts.protocol_id, **params})
+    deltas = {k: v for k, v in counts.protocol.items() if k in PROTOCOL_COUNTERS and v}
+    if counts.version is not None and deltas:
+        bump = ({**base, "b_id": counts.protocol_id, "b_version": counts.version,
+                 **{f"d_{k}": v for k, v in deltas.items()}})
+        if not conn.execute(_bump("version", tuple(deltas)), bump).rowcount:
+            conn.execute(_new_version_row(conn.dialect.name), {
+                "protocol_id": counts.protocol_id, "version": counts.version,
+                "space": counts.space, "runs": 0, "successes": 0, "failures": 0,
+                "quality_bonus": 0.0})
+            conn.execute(_bump("version", tuple(deltas)), bump)
+
+
+def _new_version_row(dialect: str) -> Executable:
+    """The INSERT of a version's first statistics row; a replica that made it first wins."""
+    stmt = _BUMPS.get(("version-row", (dialect,)))
+    if stmt is None:
+        insert_ = postgresql.insert if dialect == "postgresql" else sqlite.insert
+        stmt = _BUMPS[("version-row", (dialect,))] = (
+            insert_(t.version_metrics).on_conflict_do_nothing())
+    return stmt
 
 
 def _bump(table: str, keys: tuple[str, ...]) -> Executable:
@@ -90,6 +113,12 @@ def _bump(table: str, keys: tuple[str, ...]) -> Executable:
             values = {k: (getattr(c, k) + bindparam(f"d_{k}") if k in PROTOCOL_COUNTERS
                           else bindparam(f"v_{k}", type_=getattr(c, k).type)) for k in keys}
             stmt = update(t.protocol_metrics).where(where).values(values)
+        elif table == "version":
+            v = t.version_metrics.c
+            stmt = update(t.version_metrics).where(
+                (v.protocol_id == bindparam("b_id")) & (v.version == bindparam("b_version"))
+                & (v.space == bindparam("b_space"))).values(
+                {k: getattr(v, k) + bindparam(f"d_{k}") for k in keys})
         else:
             s = t.step_metrics.c
             where = (s.step_id == bindparam("b_id")) & (s.space == bindparam("b_space"))

@@ -96,9 +96,9 @@ def protocol_page(space: str, *, limit: int, offset: int, title: str | None = No
 def run_page(space: str, *, limit: int, offset: int, status: str | None = None,
              protocol_id: str | None = None, run_id: str | None = None) -> PageQuery:
     """The space's runs, most recently changed first (``status``, ``protocol_id``,
-    ``run_id``: only those). Each row: the run's columns, its protocol's ``title`` and
-    ``step_count``, and its ``proofs``."""
-    r, p, pr = schema.runs.c, schema.protocols.c, schema.proofs.c
+    ``run_id``: only those). Each row: the run's columns, its protocol's ``title``, the
+    ``step_count`` of the version it follows, and its ``proofs``."""
+    r, p, pr, v = schema.runs.c, schema.protocols.c, schema.proofs.c, schema.protocol_versions.c
     where: list[ColumnElement[bool]] = [r.space == space]
     if status is not None:
         where.append(r.status == status)
@@ -108,9 +108,11 @@ def run_page(space: str, *, limit: int, offset: int, status: str | None = None,
         where.append(r.id == run_id)
     cond = and_(*where)
     proofs = select(func.count()).where(pr.run_id == r.id).scalar_subquery()
-    page = (select(schema.runs, p.title, step_count_of(r.protocol_id).label("step_count"),
-                   proofs.label("proofs"))
+    steps = func.coalesce(func.json_array_length(v.steps), step_count_of(r.protocol_id))
+    page = (select(schema.runs, p.title, steps.label("step_count"), proofs.label("proofs"))
             .outerjoin(schema.protocols, p.id == r.protocol_id)
+            .outerjoin(schema.protocol_versions, (v.protocol_id == r.protocol_id)
+                       & (v.version == r.protocol_version))
             .where(cond).order_by(r.updated_at.desc(), r.id).limit(limit).offset(offset))
     return PageQuery(page, _count_of(schema.runs, cond))
 

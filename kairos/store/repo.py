@@ -23,25 +23,30 @@ Row = RowMapping
 # Parameters named ``b_*`` are the WHERE clause's; an UPDATE without ``values()`` sets the
 # columns named by the other keys of the parameters it is executed with.
 
-_steps_2 = schema.steps.alias("steps_2")
-#: A step with its protocol, the protocol's step count and newest step stamp (what the
-#: cached parsed steps are keyed on), and the run that issued ``nonce`` (NULLs when none).
+_PROTOCOL_CONTEXT = (schema.protocols.c.id.label("p_id"), schema.protocols.c.space.label("p_space"),
+                     schema.protocols.c.builtin.label("p_builtin"),
+                     schema.protocols.c.updated_at.label("p_updated_at"),
+                     schema.protocols.c.version.label("p_version"))
+#: A step with its protocol (and the protocol's current version), and the run that issued
+#: ``nonce`` (NULLs when none).
 _RUN_CONTEXT = (
     select(schema.steps.c.id.label("s_id"), schema.steps.c.position.label("s_position"),
-           schema.protocols.c.id.label("p_id"), schema.protocols.c.space.label("p_space"),
-           schema.protocols.c.builtin.label("p_builtin"),
-           schema.protocols.c.updated_at.label("p_updated_at"),
-           select(func.count()).where(_steps_2.c.protocol_id == schema.protocols.c.id)
-           .scalar_subquery().label("n_steps"),
-           select(func.max(_steps_2.c.updated_at))
-           .where(_steps_2.c.protocol_id == schema.protocols.c.id)
-           .scalar_subquery().label("steps_stamp"),
-           *(c.label(f"r_{c.name}") for c in schema.runs.c))
+           *_PROTOCOL_CONTEXT, *(c.label(f"r_{c.name}") for c in schema.runs.c))
     .select_from(schema.steps.join(schema.protocols,
                                    schema.protocols.c.id == schema.steps.c.protocol_id)
                  .outerjoin(schema.nonces, schema.nonces.c.nonce == bindparam("b_nonce"))
                  .outerjoin(schema.runs, schema.runs.c.id == schema.nonces.c.run_id))
     .where(schema.steps.c.id == bindparam("b_step")))
+#: The same for a step that the current version no longer has: the protocol of the run
+#: that issued ``nonce``.
+_NONCE_CONTEXT = (
+    select(*_PROTOCOL_CONTEXT, *(c.label(f"r_{c.name}") for c in schema.runs.c))
+    .select_from(schema.nonces.join(schema.runs, schema.runs.c.id == schema.nonces.c.run_id)
+                 .join(schema.protocols, schema.protocols.c.id == schema.runs.c.protocol_id))
+    .where(schema.nonces.c.nonce == bindparam("b_nonce")))
+_VERSION = select(schema.protocol_versions).where(
+    (schema.protocol_versions.c.protocol_id == bindparam("b_protocol"))
+    & (schema.protocol_versions.c.version == bindparam("b_version")))
 _RUN_COLUMNS = tuple(c.name for c in schema.runs.c)
 _RUN = select(schema.runs).where(schema.runs.c.id == bindparam("b_id"))
 _STEPS_OF = (select(schema.steps).where(schema.steps.c.protocol_id == bindparam("b_protocol"))
@@ -111,8 +116,27 @@ class Repo:
             .values(updated_at=stamp, **values)).rowcount)
 
     def delete_protocol(self, protocol_id: str) -> None:
+        """A protocol, its steps, and the versions no run follows."""
         self.conn.execute(delete(schema.steps).where(schema.steps.c.protocol_id == protocol_id))
         self.conn.execute(delete(schema.protocols).where(schema.protocols.c.id == protocol_id))
+        v, r = schema.protocol_versions.c, schema.runs.c
+        followed = select(r.protocol_version).where(r.protocol_id == protocol_id)
+        self.conn.execute(delete(schema.protocol_versions).where(
+            (v.protocol_id == protocol_id) & v.version.not_in(followed)))
+
+    # --- versions ----------------------------------------------------------------------------
+
+    def insert_version(self, **values: Any) -> None:
+        self.conn.execute(insert(schema.protocol_versions).values(**values))
+
+    def version(self, protocol_id: str, version: int) -> Row | None:
+        return self.conn.execute(_VERSION, {"b_protocol": protocol_id,
+                                            "b_version": version}).mappings().first()
+
+    def versions_of(self, protocol_id: str) -> list[Row]:
+        v = schema.protocol_versions.c
+        return list(self.conn.execute(select(schema.protocol_versions).where(
+            v.protocol_id == protocol_id).order_by(v.version)).mappings())
 
     def step(self, step_id: str) -> Row | None:
         q = select(schema.steps).where(schema.steps.c.id == step_id)
@@ -136,17 +160,19 @@ class Repo:
 
     def run_context(self, step_id: str, nonce: str | None
                     ) -> tuple[dict[str, Any], dict[str, Any] | None] | None:
-        """One query for the run loop: the step (``id``, ``position``) with its protocol's
-        ``p_id``, ``p_space``, ``p_builtin``, ``p_updated_at``, ``n_steps`` and
-        ``steps_stamp``; and the run that issued ``nonce``, if any. None: no such step."""
+        """One query for the run loop: the step (``id``, ``position``; position None when
+        the protocol's current version has no such step) with its protocol's ``p_id``,
+        ``p_space``, ``p_builtin``, ``p_updated_at`` and ``p_version``; and the run that
+        issued ``nonce``, if any. None: no such step in the protocol or the run."""
         row = self.conn.execute(_RUN_CONTEXT, {"b_step": step_id, "b_nonce": nonce}).first()
+        if row is None and nonce is not None:
+            row = self.conn.execute(_NONCE_CONTEXT, {"b_nonce": nonce}).first()
         if row is None:
             return None
         m = row._mapping
-        context = {"id": m["s_id"], "position": m["s_position"], "p_id": m["p_id"],
-                   "p_space": m["p_space"], "p_builtin": m["p_builtin"],
-                   "p_updated_at": m["p_updated_at"], "n_steps": m["n_steps"],
-                   "steps_stamp": m["steps_stamp"]}
+        context = {"id": step_id, "position": m.get("s_position"),
+                   **{k: m[k] for k in ("p_id", "p_space", "p_builtin", "p_updated_at",
+                                        "p_version")}}
         run = ({name: m[f"r_{name}"] for name in _RUN_COLUMNS}
                if m["r_id"] is not None else None)
         return context, run
@@ -252,6 +278,12 @@ class Repo:
     def count(self, counts: metrics.Counts) -> None:
         """Apply one write's changes to the statistics (``counts.apply``: one lock order)."""
         metrics.apply(self.conn, counts)
+
+    def version_metrics_of(self, protocol_id: str, space: str) -> dict[int, Row]:
+        v = schema.version_metrics.c
+        q = select(schema.version_metrics).where((v.protocol_id == protocol_id)
+                                                 & (v.space == space))
+        return {r["version"]: r for r in self.conn.execute(q).mappings()}
 
     def step_metrics_of(self, protocol_id: str, space: str) -> dict[str, Row]:
         s = schema.step_metrics.c

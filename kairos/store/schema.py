@@ -34,6 +34,7 @@ protocols = Table(
     Column("builtin", Boolean, nullable=False, default=False),
     Column("source_hash", String(64)),
     Column("llm_model_id", String(128)),
+    Column("version", Integer, nullable=False, default=1, server_default="1"),  # current
     Column("created_at", TS, nullable=False),
     Column("updated_at", TS, nullable=False),
     UniqueConstraint("space", "title_key", name="uq_protocols_space_title"),
@@ -74,11 +75,31 @@ runs = Table(
     Column("proven", Boolean, nullable=False, default=False, server_default=false()),
     # Every change of a run adds one: a write applies only to the version it read.
     Column("version", Integer, nullable=False, default=0, server_default="0"),
+    # The protocol version the run follows to its end, and the rule its chain is hashed by.
+    Column("protocol_version", Integer, nullable=False, default=1, server_default="1"),
+    Column("chain_rule", String(16), nullable=False, default="kairos-json-1",
+           server_default="kairos-json-1"),
     Column("created_at", TS, nullable=False),
     Column("updated_at", TS, nullable=False),
     Index("ix_runs_caller", "caller", "protocol_id", "status"),
     Index("ix_runs_space_updated", "space", "updated_at"),
     Index("ix_runs_status_updated", "status", "updated_at"),
+)
+
+# Every text a protocol has had, numbered from 1 and never changed: the markdown as stored
+# (its content hash = sha256 of its UTF-8 bytes) and its parsed steps, with their ids, as
+# the run loop uses them. No foreign key: a deleted protocol's versions that runs follow
+# stay.
+protocol_versions = Table(
+    "protocol_versions", metadata,
+    Column("protocol_id", String(36), primary_key=True),
+    Column("version", Integer, primary_key=True),
+    Column("space", String(64), nullable=False),
+    Column("title", Text, nullable=False),
+    Column("markdown", Text, nullable=False),
+    Column("content_hash", String(64), nullable=False),
+    Column("steps", JSON, nullable=False),
+    Column("created_at", TS, nullable=False),
 )
 
 nonces = Table(
@@ -140,6 +161,19 @@ step_metrics = Table(
     Column("accepted", Integer, nullable=False, default=0),
     Column("refused", Integer, nullable=False, default=0),
     Column("failures", Integer, nullable=False, default=0),
+)
+
+# The statistics of one version of a protocol in one space: summed over the versions, the
+# protocol's (``protocol_metrics``).
+version_metrics = Table(
+    "version_metrics", metadata,
+    Column("protocol_id", String(36), primary_key=True),
+    Column("version", Integer, primary_key=True),
+    Column("space", String(64), primary_key=True),
+    Column("runs", Integer, nullable=False, default=0),
+    Column("successes", Integer, nullable=False, default=0),
+    Column("failures", Integer, nullable=False, default=0),
+    Column("quality_bonus", Float, nullable=False, default=0.0),
 )
 
 categories = Table(

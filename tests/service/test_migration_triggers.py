@@ -34,7 +34,7 @@ def test_migration_0012_keeps_steps_and_vectors_both_ways(tmp_path: Path) -> Non
             "'L', 'C', 3, 'x')"))
         conn.execute(text("INSERT INTO search_vectors (rid, seq, model_id, vector) "
                           "VALUES (1, 0, 'm', x'00000000')"))
-    assert migrate(engine) == "0012"
+    assert migrate(engine, "0012") == "0012"
     with engine.connect() as conn:
         assert conn.execute(text("SELECT count(*) FROM steps")).scalar() == 1
         assert conn.execute(text("SELECT triggers FROM protocols")).scalar() == "[]"

@@ -7,6 +7,7 @@ import { choiceLink, problem, searchNotices } from "./words.js";
 import { pageHome } from "./home.js";
 import { pageGo } from "./guided.js";
 import { pageEditor } from "./editor.js";
+import { versionPanel } from "./versions.js";
 
 const SVG = "http://www.w3.org/2000/svg";
 const MAX_BAR = 36; // the widest a day's bar is drawn, in the plot's 720-unit width
@@ -199,7 +200,7 @@ async function pageProtocol(id) {
       h("h3", {}, `${st.position}. ${st.label}`),
       st.body ? h("div", { class: "prose" }, st.body) : null,
       h("div", { class: "challenge" }, h("span", { class: "badge" }, KINDS[st.challenge.type] || st.challenge.type), " ", challengeText(st.challenge)))),
-    triggerPanel(id),
+    triggerPanel(id), versionPanel(id),
     h("h2", {}, "Quality over time"), qualityChart(quality.series, p.chain_label),
     h("h2", {}, "Markdown"),
     h("details", {}, h("summary", {}, "Show the protocol as markdown"), h("pre", { id: "markdown" }, dump.markdown_doc)));
