@@ -16,8 +16,9 @@ from typing import Any
 import pytest
 
 from kairos.domain import keys
+from kairos.domain.bundle import verify_bundle
 from kairos.domain.caller import Caller
-from kairos.domain.errors import ConflictError, NotFoundError
+from kairos.domain.errors import NotFoundError
 from kairos.domain.requests import NonceRef, RunRef
 from kairos.service import Kairos
 from tests.client import Agent
@@ -106,7 +107,7 @@ async def test_a_run_exported_by_rest_and_cli_verifies_with_both_verifiers(
     (tmp_path / "keys.json").write_text(json.dumps(key_set), "utf-8")
     (tmp_path / "rest.json").write_bytes(response.content)
     valid = {"valid": True, "link": None, "field": None, "step": None,
-             "reason": f"run {run_id}: 3 proofs chained under kairos-json-1, signed by key "
+             "reason": f"run {run_id}: 3 proofs chained under rfc8785, signed by key "
                        f"{key_set['keys'][0]['kid']}"}
     for path in (tmp_path / "rest.json", tmp_path / "run.json"):
         assert cli_verdict(path, tmp_path / "keys.json") == (0, valid)
@@ -274,11 +275,30 @@ async def test_keys_are_public_and_bundles_are_the_spaces_own(kairos: Agent) -> 
     assert keys.KEYS_PATH in paths and "/api/v1/runs/{run_id}/bundle" in paths
 
 
-def test_a_run_whose_protocol_was_deleted_is_refused_whole(kairos: Agent) -> None:
+def _verdict(k: Agent, bundle: dict[str, Any]) -> bool:
+    return verify_bundle(bundle, keys.public_keys(json.dumps(k.service.key_set()))).valid
+
+
+def test_a_bundle_holds_the_version_its_run_followed(kairos: Agent) -> None:
+    steps = _steps(kairos)
+    started = kairos.begin(steps[0])
+    kairos.mint(THREE_STEPS.replace("Check that everything works.", "Check it all."),
+                force_update=True)
+    response = kairos.next(steps[1], shell_ok(started["challenge"]))
+    done = kairos.attest(steps[2], "success", "finished on version 1",
+                         solution=shell_ok(response["challenge"]))
+    old = _export(kairos, done["run_id"])
+    new = _export(kairos, finish_a_run(kairos, steps))  # type: ignore[arg-type]
+    assert (old["protocol"]["version"], new["protocol"]["version"]) == (1, 2)
+    assert "Check that everything works." in old["protocol"]["markdown"]
+    assert "Check it all." in new["protocol"]["markdown"]
+    assert old["run"]["chain_rule"] == new["run"]["chain_rule"] == "rfc8785"
+    assert _verdict(kairos, old) and _verdict(kairos, new)
+
+
+def test_a_run_whose_protocol_was_deleted_still_exports_and_verifies(kairos: Agent) -> None:
     steps = _steps(kairos)
     run_id = finish_a_run(kairos, steps)  # type: ignore[arg-type]
     kairos.delete(steps[0], protocol=True)
-    with pytest.raises(ConflictError) as refused:
-        _export(kairos, run_id)
-    assert (refused.value.code, refused.value.field) == ("CONFLICT", "run_id")
-    assert "was deleted" in refused.value.message
+    bundle = _export(kairos, run_id)
+    assert bundle["run"]["outcome"] == "success" and _verdict(kairos, bundle)
