@@ -29,6 +29,7 @@ from ..domain.validation import invalid
 from ..service import Kairos
 from . import openapi
 from .auth import LOCAL_HOSTS, BearerAuth, identify_mcp
+from .datasets import datasets
 from .guard import INTERNAL_BODY, Gate
 from .mcp_sessions import McpSessions
 from .metrics import Metrics
@@ -129,6 +130,7 @@ def create_app(kairos: Kairos, *, tokens: Mapping[str, str] | None = None,
     for router in ROUTERS:  # the run loop's routes first: routes are matched in order
         app.include_router(router)
     app.include_router(views_router)
+    app.include_router(datasets)
     mount_ui(app)
     openapi.install(app)
     app.add_exception_handler(KairosError, _kairos_error)
