@@ -17,7 +17,6 @@ import json
 import statistics
 import tempfile
 import time
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -26,9 +25,9 @@ from mcp import Client
 from rich.console import Console
 from workload import load_pages, protocol_markdown
 
+from kairos.cli.output import progress
 from kairos.cli.protocols import MINT_BATCH
 from kairos.config import load_settings
-from kairos.cli.output import progress
 from kairos.domain.markdown import title_key
 from kairos.domain.requests import MintMany
 from kairos.mcp import ServiceRef, build_server, local_identity

@@ -7,9 +7,9 @@
   (space, uri, connection); it reaches the client on the connection's standalone channel
   after the subscribe request ended. Stateless HTTP has no such channel.
 
-Changes come from the service (``Kairos.changes``) on whatever thread wrote them; they are
-handed to the event loop the server runs on. Notifications reach the subscribers of this
-process only (another replica's or another stdio process's write is not heard).
+Changes come from the service (``Kairos.changes``) on whatever thread wrote them (on
+PostgreSQL, other processes' changes too, from its notices thread); they are handed to the
+event loop the server runs on.
 """
 
 from __future__ import annotations

@@ -77,6 +77,7 @@ from ..domain.views import (
 )
 from ..search.service import SearchService
 from ..store.db import Store
+from ..store.notices import notices_for
 from ..store.sessions import DbSessionStore
 from .changes import Changes, protocol_uris
 from .datasets import export_dataset
@@ -118,7 +119,7 @@ class Kairos:
                                  home=None if settings.database_url else str(settings.home_path))
         self.resources = ResourceService(store, self.protocols, self.entries, self.reads)
         #: What writes changed, for whoever listens (``changes``).
-        self.changes = Changes()
+        self.changes = Changes(notices_for(store.engine))
         self.minter.install_builtins()
         if background:
             self.search_engine.start_background()
@@ -332,6 +333,7 @@ class Kairos:
     def close(self) -> None:
         """Stop background work (never exit while it is inside the model), then the store."""
         self.expiry.stop()
+        self.changes.close()
         self.search_engine.stop()
         self.protocols.parser.close()
         self.store.close()
