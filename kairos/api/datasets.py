@@ -10,8 +10,9 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Path, Query
 from fastapi.responses import StreamingResponse
 
-from ..domain.dataset_filters import Filters
+from ..domain.dataset_filters import OUTCOMES, Filters
 from ..domain.datasets import FORMATS, to_jsonl
+from ..domain.requests import URI_PATTERN
 from .openapi import ERRORS
 from .routes import C
 
@@ -19,14 +20,23 @@ NDJSON = "application/x-ndjson"
 datasets = APIRouter(prefix="/api/v1", tags=["datasets"], responses=ERRORS)
 
 
-@datasets.get("/datasets/{fmt}", response_class=StreamingResponse, responses={
-    200: {"description": "One JSON record per line.", "content": {NDJSON: {}}}})
+LINE = {"type": "object", "description": "One record: docs/datasets.md describes each "
+                                         "format field by field."}
+
+
+@datasets.get("/datasets/{format}", response_class=StreamingResponse, responses={
+    200: {"description": "One JSON record per line.",
+          "content": {NDJSON: {"schema": LINE}}}})
 def dataset(
     c: C,
-    fmt: Annotated[str, Path(description="One of " + ", ".join(FORMATS) + ".")],
+    fmt: Annotated[str, Path(alias="format", description="The dataset format.",
+                             json_schema_extra={"enum": list(FORMATS)})],
     protocol: Annotated[str | None, Query(
-        description="Only the runs of this protocol (the URI of any of its steps).")] = None,
-    outcome: Annotated[str | None, Query(description="success or failure.")] = None,
+        description="Only the runs of this protocol (the URI of any of its steps).",
+        json_schema_extra={"pattern": URI_PATTERN})] = None,
+    outcome: Annotated[str | None, Query(
+        description="success or failure.", json_schema_extra={"enum": list(OUTCOMES)})
+    ] = None,
     include_unproven: Annotated[bool, Query(
         description="Also successes that are not proven (flagged proven: false).")] = False,
     since: Annotated[str | None, Query(

@@ -11,7 +11,6 @@ import threading
 import uuid
 from collections.abc import Callable, Iterable
 
-import psycopg
 from sqlalchemy import Engine, text
 
 log = logging.getLogger("kairos.store")
@@ -47,6 +46,8 @@ class PgNotices:
             self._thread.start()
 
     def _listen(self, deliver: Deliver, listening: threading.Event) -> None:
+        import psycopg  # only where PostgreSQL is used: an SQLite install may lack it
+
         dsn = self.engine.url.set(drivername="postgresql").render_as_string(
             hide_password=False)
         while not self._stop.is_set():
