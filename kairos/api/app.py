@@ -29,6 +29,7 @@ from ..domain.validation import invalid
 from ..service import Kairos
 from . import openapi
 from .auth import LOCAL_HOSTS, BearerAuth, identify_mcp
+from .datasets import datasets
 from .guard import INTERNAL_BODY, Gate
 from .mcp_sessions import McpSessions
 from .metrics import Metrics
@@ -48,7 +49,8 @@ TELEMETRY_OFF = TelemetryConfig(tracing=False, metrics=False, logs=False)
 
 McpFactory = Callable[..., Any]
 """Builds the MCP server: called with ``identify=`` (request → caller and session),
-``observe=`` (per-tool metrics) and ``limits=`` (the service's limits); returns an SDK
+``observe=`` (per-tool metrics), ``limits=`` (the service's limits) and
+``legacy_subscriptions=`` (False when stateless); returns an SDK
 ``Server``. Injected so that this surface never imports the MCP surface."""
 
 
@@ -102,7 +104,7 @@ def create_app(kairos: Kairos, *, tokens: Mapping[str, str] | None = None,
     their wait (default: the configured limits; see ``admission.Admission``)."""
     metrics = Metrics()
     mcp_server = (mcp_factory(identify=identify_mcp, observe=metrics.observe_tool,
-                              limits=kairos.limits)
+                              limits=kairos.limits, legacy_subscriptions=not mcp_stateless)
                   if mcp_factory is not None else None)
 
     @contextlib.asynccontextmanager
@@ -112,7 +114,12 @@ def create_app(kairos: Kairos, *, tokens: Mapping[str, str] | None = None,
             yield
             return
         async with mcp_server.session_manager.run():
-            yield
+            try:
+                yield
+            finally:  # open listen streams would hold the graceful stop
+                subscriptions = getattr(mcp_server, "subscriptions", None)
+                if subscriptions is not None:
+                    subscriptions.close()
 
     app = FastAPI(title="KAIROS", version=version(), lifespan=lifespan, docs_url=None,
                   redoc_url=None, telemetry=TELEMETRY_OFF,
@@ -125,6 +132,7 @@ def create_app(kairos: Kairos, *, tokens: Mapping[str, str] | None = None,
         app.include_router(router)
     app.include_router(views_router)
     app.include_router(well_known)
+    app.include_router(datasets)
     mount_ui(app)
     openapi.install(app)
     app.add_exception_handler(KairosError, _kairos_error)

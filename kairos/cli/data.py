@@ -3,15 +3,17 @@
 
 from __future__ import annotations
 
-import json
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from ..config import ConfigError
+from ..domain.dataset_filters import Filters
+from ..domain.datasets import FORMATS as DATASET_FORMATS
+from ..domain.datasets import to_jsonl
 from ..domain.errors import KairosError
 from . import output as out
 from .base import JsonFlag, command, json_mode, load, opened
@@ -21,31 +23,84 @@ from .table import Col
 SECRET_SETTINGS = {"openai_api_key", "api_tokens"}
 
 
+RECORDS = "records"
+EXPORT_FORMATS = (RECORDS, *DATASET_FORMATS)
+
+
+def _write_lines(records: Iterator[Mapping[str, Any]], out_file: Path | None,
+                 seen: Callable[[Mapping[str, Any]], None]) -> None:
+    """One JSON object per line, to ``out_file`` or stdout; ``seen`` is told each record."""
+    try:
+        stream = out_file.open("w", encoding="utf-8") if out_file else sys.stdout
+    except OSError as exc:
+        raise CliError(f"{out_file}: cannot write ({exc.strerror})", 2) from None
+    try:
+        for record in records:
+            seen(record)
+            stream.write(to_jsonl(record) + "\n")
+    finally:
+        if out_file:
+            stream.close()
+
+
 @command()
 def export(
     out_file: Annotated[Path | None, typer.Option(
         "--out", metavar="FILE", help="File to write [default: stdout].")] = None,
     space: Annotated[str | None, typer.Option(
         metavar="SPACE", help="Space to export [default: KAIROS_SPACE].")] = None,
+    fmt: Annotated[str, typer.Option(
+        "--format", metavar="FORMAT",
+        help=f"{RECORDS} (every record, for `kairos import`), or runs as training data: "
+             f"{', '.join(DATASET_FORMATS)} (docs/datasets.md).")] = RECORDS,
+    protocol: Annotated[str | None, typer.Option(
+        metavar="URI", help="Datasets: only the runs of this protocol (any step's URI).")
+    ] = None,
+    outcome: Annotated[str | None, typer.Option(
+        metavar="OUTCOME", help="Datasets: only runs with this outcome (success, failure).")
+    ] = None,
+    include_unproven: Annotated[bool, typer.Option(
+        "--include-unproven", help="Datasets: also successes that are not proven.")] = False,
+    since: Annotated[str | None, typer.Option(
+        metavar="WHEN", help="Datasets: runs begun on or after this date (YYYY-MM-DD) or "
+                             "time.")] = None,
+    until: Annotated[str | None, typer.Option(
+        metavar="WHEN", help="Datasets: runs begun up to this date (the whole day) or "
+                             "time.")] = None,
 ) -> None:
-    """Write every record of a space as JSON Lines (stdout, or --out FILE)."""
+    """Write every record of a space as JSON Lines (stdout, or --out FILE); with --format,
+    its finished runs as a training dataset (proven successes and failures)."""
+    if fmt not in EXPORT_FORMATS:
+        raise CliError(f"--format: expected one of {', '.join(EXPORT_FORMATS)}", 2)
     counts: dict[str, int] = {}
-    with opened(space=space) as local:
-        try:
-            stream = out_file.open("w", encoding="utf-8") if out_file else sys.stdout
-        except OSError as exc:
-            raise CliError(f"{out_file}: cannot write ({exc.strerror})", 2) from None
-        try:
-            for record in local.service.export_records(local.caller):
-                if "table" in record:
-                    counts[record["table"]] = counts.get(record["table"], 0) + 1
-                stream.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")))
-                stream.write("\n")
-        finally:
-            if out_file:
-                stream.close()
-    summary = ", ".join(f"{n} {name}" for name, n in counts.items()) or "no records"
-    out.note(f"Exported {summary}.")
+
+    def count(record: Mapping[str, Any]) -> None:
+        name = str(record.get("table", "record")) if fmt == RECORDS else "record"
+        counts[name] = counts.get(name, 0) + 1
+
+    if fmt == RECORDS:
+        given = [n for n, v in (("--protocol", protocol), ("--outcome", outcome),
+                                ("--since", since), ("--until", until),
+                                ("--include-unproven", include_unproven or None)) if v]
+        if given:
+            raise CliError(f"{given[0]} applies to the dataset formats "
+                           f"({', '.join(DATASET_FORMATS)}); add --format", 2)
+        with opened(space=space) as local:
+            _write_lines(local.service.export_records(local.caller), out_file, count)
+        summary = ", ".join(f"{n} {name}" for name, n in counts.items() if name != "record")
+        out.note(f"Exported {summary or 'no records'}.")
+        return
+    filters = Filters.parse(protocol=protocol, outcome=outcome,
+                            proven_only=not include_unproven, since=since, until=until)
+    with opened(space=space) as local, out.progress(f"Exporting {fmt}") as update:
+        records = local.service.export_dataset(fmt, filters, local.caller)
+
+        def seen(record: Mapping[str, Any]) -> None:
+            count(record)
+            update(advance=1)
+
+        _write_lines(records, out_file, seen)
+    out.note(f"Exported {counts.get('record', 0)} {fmt} record(s).")
 
 
 @command("import")
@@ -96,19 +151,9 @@ def reindex(
     """Re-embed every searchable record with the current embedding model."""
     json_mode(as_json)
     with opened() as local:
-        if sys.stderr.isatty():
-            from rich.console import Console
-            from rich.progress import Progress
-
-            with Progress(console=Console(stderr=True), transient=True) as progress:
-                task = progress.add_task("Embedding", total=None)
-
-                def report(done: int, total: int) -> None:
-                    progress.update(task, completed=done, total=total)
-
-                result = local.service.reindex(progress=report)
-        else:
-            result = local.service.reindex()
+        with out.progress("Embedding") as update:
+            result = local.service.reindex(
+                progress=lambda done, total: update(completed=done, total=total))
         provider = local.service.embedder.name
     if as_json:
         out.as_json(result)

@@ -8,9 +8,10 @@ for byte.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from .table import Col, cell, render
@@ -28,6 +29,22 @@ class CliError(Exception):
 
 def is_terminal() -> bool:
     return sys.stdout.isatty()
+
+
+@contextlib.contextmanager
+def progress(label: str, total: int | None = None, *, show: bool = True
+             ) -> Iterator[Callable[..., None]]:
+    """A transient progress bar on stderr when it is a terminal (and ``show``), else none;
+    yields ``update(advance=, completed=, total=)``. Data on stdout is never touched."""
+    if not (show and sys.stderr.isatty()):
+        yield lambda **_: None
+        return
+    from rich.console import Console
+    from rich.progress import Progress
+
+    with Progress(console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task(label, total=total)
+        yield lambda **change: bar.update(task, **change)
 
 
 def write(text: str) -> None:

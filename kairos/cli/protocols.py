@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
@@ -98,18 +97,10 @@ def mint(
                 report(file, result)
 
         chunks = [files[i:i + MINT_BATCH] for i in range(0, len(files), MINT_BATCH)]
-        if len(files) >= MANY_FILES and sys.stderr.isatty():
-            from rich.console import Console
-            from rich.progress import Progress
-
-            with Progress(console=Console(stderr=True), transient=True) as progress:
-                task = progress.add_task("Minting", total=len(files))
-                for chunk in chunks:
-                    batch(chunk)
-                    progress.advance(task, len(chunk))
-        else:
+        with out.progress("Minting", len(files), show=len(files) >= MANY_FILES) as update:
             for chunk in chunks:
                 batch(chunk)
+                update(advance=len(chunk))
     if shown:
         out.table(MINTED, shown)
     if as_json:

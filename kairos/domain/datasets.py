@@ -25,6 +25,8 @@ from .run_data import ProtocolData, RefusedAnswer, RunData, StepData
 TRACE, SFT, PREFERENCE = "trace-jsonl", "sft-jsonl", "preference-jsonl"
 FORMATS = (TRACE, SFT, PREFERENCE)
 PAIRS_PER_FAILURE_MAX = 100
+#: One record of a dataset, as JSON values (its fields: ``docs/datasets.md``).
+Record = dict[str, Any]
 # Step states in a trace: answered and accepted; refused and never accepted; shown and
 # left unanswered; never shown.
 ACCEPTED, REFUSED, UNANSWERED, NOT_REACHED = "accepted", "refused", "unanswered", "not_reached"
@@ -234,7 +236,7 @@ def _pair(success: RunData, failure: RunData, index: int, chosen: str, rejected:
 
 
 def export(fmt: str, runs: Iterable[RunData], filters: Filters | None = None, *,
-           pairs_per_failure: int = 1) -> Iterator[dict[str, Any]]:
+           pairs_per_failure: int = 1) -> Iterator[Record]:
     """The records of ``fmt`` from the runs ``filters`` selects (by default: proven
     successes and failures of any space, protocol and time)."""
     if fmt not in FORMATS:
@@ -259,8 +261,32 @@ def to_jsonl(record: Mapping[str, Any]) -> str:
     return text
 
 
-__all__ = ["ACCEPTED", "FORMATS", "FROM_ACCEPTED", "FROM_ATTESTATION", "FROM_REFUSED",
-           "NOT_REACHED", "PAIRS_PER_FAILURE_MAX", "PREFERENCE", "REFUSED", "SFT", "TRACE",
-           "UNANSWERED", "Filters", "ProtocolData", "RefusedAnswer", "RunData", "StepData",
-           "check_trace", "export", "preference_records", "reward", "sft_record",
-           "sft_records", "to_jsonl", "trace_record", "trace_records"]
+__all__ = [
+    "ACCEPTED",
+    "FORMATS",
+    "FROM_ACCEPTED",
+    "FROM_ATTESTATION",
+    "FROM_REFUSED",
+    "NOT_REACHED",
+    "PAIRS_PER_FAILURE_MAX",
+    "PREFERENCE",
+    "REFUSED",
+    "SFT",
+    "TRACE",
+    "UNANSWERED",
+    "Filters",
+    "ProtocolData",
+    "Record",
+    "RefusedAnswer",
+    "RunData",
+    "StepData",
+    "check_trace",
+    "export",
+    "preference_records",
+    "reward",
+    "sft_record",
+    "sft_records",
+    "to_jsonl",
+    "trace_record",
+    "trace_records",
+]

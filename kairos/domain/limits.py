@@ -61,6 +61,7 @@ MODEL_ID_CHARS = 128
 SESSION_ID_CHARS = 128  # a search session's id (X-CHL-Session, session_id)
 OFFSET_MAX = 1_000_000_000  # how far a page may start (fits every database's integers)
 PAGE_MAX = 500  # items of one page of protocols, runs or entries
+RESOURCE_PAGE = 100  # items of one page of MCP resources/list
 PLAYBOOK_CHARS = 2_000  # an experience's playbook and context, a manual's summary
 CONTENT_CHARS = 100_000  # a manual's content
 AUTHOR_CHARS = 200
@@ -237,6 +238,7 @@ __all__ = [
     "PAGE_MAX",
     "PLAYBOOK_CHARS",
     "QUERY_CHARS",
+    "RESOURCE_PAGE",
     "SEARCH_DEFAULT",
     "SEARCH_LIMIT",
     "SESSION_ID_CHARS",

@@ -27,18 +27,16 @@ from ..domain.caller import Caller
 from ..domain.errors import INTERNAL_ERROR, KairosError, NotFoundError
 from ..domain.limits import Limits, check_value
 from ..domain.validation import parse
+from .guarded import INTERNAL_BODY
+from .prompts import prompt_handlers
+from .resources import resource_handlers
+from .subscriptions import Subscriptions
 from .tools import INSTRUCTIONS, REGISTRY, TOOLS, Call
 
 if TYPE_CHECKING:
     from ..service import Kairos
 
 log = logging.getLogger("kairos.mcp")
-
-INTERNAL_BODY = {
-    "error_code": INTERNAL_ERROR,
-    "message": "The server failed while handling this call. The failure was logged; "
-               "retry later or report it.",
-}
 
 Identify = Callable[[Any], "tuple[Caller, str | None]"]
 """Maps ``ctx.request`` (the HTTP request, or None on stdio and in memory) to the call's
@@ -56,6 +54,7 @@ class ServiceRef:
         self._service: Kairos | None = None
         self._lock = threading.Lock()
         self._warming = False
+        self._built: list[Callable[[Kairos], None]] = []
 
     @classmethod
     def of(cls, service: Kairos) -> ServiceRef:
@@ -67,8 +66,19 @@ class ServiceRef:
         if self._service is None:
             with self._lock:
                 if self._service is None:
-                    self._service = self._factory()
+                    service = self._factory()
+                    for hook in self._built:
+                        hook(service)
+                    self._service = service
         return self._service
+
+    def when_built(self, hook: Callable[[Kairos], None]) -> None:
+        """Call ``hook`` with the service once it exists (now, if it does)."""
+        with self._lock:
+            if self._service is None:
+                self._built.append(hook)
+                return
+        hook(self._service)
 
     def warm(self) -> None:
         """Build the service on a background thread, once, so the first tool call is fast."""
@@ -116,10 +126,20 @@ def tool_list() -> list[types.Tool]:
 
 
 def build_server(service: ServiceRef, *, identify: Identify, limits: Limits,
-                 observe: ToolObserver | None = None, name: str = "kairos") -> Server[Any]:
-    """The MCP server for one service. ``identify`` decides who calls (see ``Identify``);
-    ``limits`` bound the arguments; ``observe`` receives per-tool timings (metrics)."""
+                 observe: ToolObserver | None = None, name: str = "kairos",
+                 legacy_subscriptions: bool = True) -> Server[Any]:
+    """The MCP server for one service: tools, resources and prompts. ``identify`` decides
+    who calls (see ``Identify``); ``limits`` bound the arguments; ``observe`` receives
+    per-tool timings (metrics); ``legacy_subscriptions`` serves the handshake era's
+    ``resources/subscribe`` (not on stateless HTTP, which cannot deliver it). The server's
+    ``subscriptions`` are told of every change the service makes."""
     tools = tool_list()
+    subs = Subscriptions()
+
+    def hear(k: Kairos) -> None:
+        k.changes.listen(subs.changed)
+
+    service.when_built(hear)
 
     async def list_tools(ctx: ServerRequestContext[Any, Any],
                          params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
@@ -161,9 +181,14 @@ def build_server(service: ServiceRef, *, identify: Identify, limits: Limits,
         spec = REGISTRY.get(tool)
         return spec.input_schema if spec else None
 
-    return Server(name, version=version(), instructions=INSTRUCTIONS,
-                  get_tool_input_schema=input_schema,
-                  on_list_tools=list_tools, on_call_tool=call_tool)
+    server: Server[Any] = Server(
+        name, version=version(), instructions=INSTRUCTIONS,
+        get_tool_input_schema=input_schema, on_list_tools=list_tools, on_call_tool=call_tool,
+        **resource_handlers(service, identify, subs,
+                            legacy_subscriptions=legacy_subscriptions),
+        **prompt_handlers(service, identify))
+    server.subscriptions = subs  # type: ignore[attr-defined]
+    return server
 
 
 __all__ = ["INSTRUCTIONS", "INTERNAL_ERROR", "Identify", "ServiceRef", "ToolObserver",

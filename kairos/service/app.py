@@ -9,6 +9,8 @@ from collections.abc import Callable, Iterable, Iterator
 from ..config import Settings
 from ..domain.bundle import Bundle
 from ..domain.caller import Caller
+from ..domain.dataset_filters import Filters
+from ..domain.datasets import Record
 from ..domain.errors import KairosError, StorageError
 from ..domain.keys import KeySet
 from ..domain.ports import Embedder
@@ -79,8 +81,11 @@ from ..domain.views import (
 )
 from ..search.service import SearchService
 from ..store.db import Store
+from ..store.notices import notices_for
 from ..store.sessions import DbSessionStore
 from .bundles import BundleService
+from .changes import Changes, protocol_uris
+from .datasets import export_dataset
 from .entries import EntryService
 from .expiry import RunExpiry
 from .finding import ProtocolFinder
@@ -89,6 +94,7 @@ from .minting import Minter
 from .parsing import Parser
 from .protocols import ProtocolService
 from .reads import ReadService, own_run
+from .resources import ResourcePage, ResourceService, ResourceText
 from .runs import RunService
 from .signing import Signing, open_signing
 from .transfer import export_records
@@ -121,6 +127,10 @@ class Kairos:
         self.reads = ReadService(store, self.protocols, run_idle_minutes=self.expiry.minutes,
                                  home=None if settings.database_url else str(settings.home_path))
         self.bundles = BundleService(store, self.signing)
+        self.resources = ResourceService(store, self.protocols, self.entries, self.reads,
+                                         self.bundles)
+        #: What writes changed, for whoever listens (``changes``).
+        self.changes = Changes(notices_for(store.engine))
         self.minter.install_builtins()
         if background:
             self.search_engine.start_background()
@@ -150,23 +160,40 @@ class Kairos:
     # --- protocols (contract §2) -----------------------------------------------------------
 
     def mint(self, request: Mint, caller: Caller) -> MintResult:
-        return self.minter.mint(request, caller)
+        done = self.minter.mint(request, caller)
+        self._minted([done], caller)
+        return done
 
     def mint_many(self, request: MintMany, caller: Caller) -> list[MintResult | KairosError]:
         """Mint documents one by one (an error stops only its own document), their vectors
         from one pass of the model."""
-        return self.minter.mint_many(request.markdown_docs, caller,
+        done = self.minter.mint_many(request.markdown_docs, caller,
                                      force_update=request.force_update)
+        self._minted([d for d in done if not isinstance(d, KairosError)], caller)
+        return done
+
+    def _minted(self, results: list[MintResult], caller: Caller) -> None:
+        """Tell listeners of the protocols a mint replaced (a new one has no readers)."""
+        self.changes.publish(caller.space, (step["uri"] for r in results for item in r["items"]
+                                            if item["updated"] for step in item["steps"]))
 
     def validate_markdown(self, request: Validate, caller: Caller) -> Validation:
         """Parse as a mint would and store nothing."""
         return self.minter.validate(request.markdown_doc, caller)
 
     def update(self, request: Update, caller: Caller) -> UpdateResult:
-        return self.protocols.update(request, caller)
+        touched = protocol_uris(self.store, _uris(request.uris), caller.space)
+        done = self.protocols.update(request, caller)
+        if done["total_updated"]:
+            self.changes.publish(caller.space, touched)
+        return done
 
     def delete(self, request: Delete, caller: Caller) -> DeleteResult:
-        return self.protocols.delete(request, caller)
+        touched = protocol_uris(self.store, _uris(request.uris), caller.space)
+        done = self.protocols.delete(request, caller)
+        if done["total_deleted"]:
+            self.changes.publish(caller.space, touched)
+        return done
 
     def dump(self, request: Dump, caller: Caller) -> StepDump | ProtocolDump:
         return self.protocols.dump(request.uri, caller, protocol=request.protocol,
@@ -258,6 +285,15 @@ class Kairos:
         anything else is returned as given."""
         return self.reads.expand_id(request, caller)
 
+    # --- MCP resources (``resources``) -----------------------------------------------------
+
+    def list_resources(self, cursor: str | None, caller: Caller) -> ResourcePage:
+        """A page of what the caller can read as resources; ``cursor`` from the last."""
+        return self.resources.page(cursor, caller)
+
+    def read_resource(self, uri: str, caller: Caller) -> ResourceText:
+        return self.resources.read(uri, caller)
+
     # --- knowledge entries and the unified search (contract §5) ----------------------------
 
     def search_entries(self, request: SearchEntries, caller: Caller, *,
@@ -290,6 +326,12 @@ class Kairos:
         """Every record of the caller's space, one JSON object per line of an export."""
         return export_records(self.store, caller)
 
+    def export_dataset(self, fmt: str, filters: Filters, caller: Caller
+                       ) -> Iterator[Record]:
+        """The caller's runs as training data (``docs/datasets.md``): the format is checked
+        at once, the runs are read in batches as the records are taken."""
+        return export_dataset(self.store, fmt, filters, caller)
+
     def import_records(self, lines: Iterable[bytes | str], caller: Caller) -> Imported:
         """An export read into the caller's space as untrusted input: whole or not at all."""
         return import_lines(self, lines, caller)
@@ -319,9 +361,14 @@ class Kairos:
     def close(self) -> None:
         """Stop background work (never exit while it is inside the model), then the store."""
         self.expiry.stop()
+        self.changes.close()
         self.search_engine.stop()
         self.protocols.parser.close()
         self.store.close()
+
+
+def _uris(uris: str | list[str]) -> list[str]:
+    return [uris] if isinstance(uris, str) else list(uris)
 
 
 __all__ = ["Kairos"]

@@ -1,0 +1,102 @@
+"""Keyset reads, for what is walked page by page to its end: the protocols and entries of
+``resources/list`` (ordered by title then id, or by id, one indexed query per page) and the
+finished runs a dataset export reads in batches, with their proofs, steps and attestations
+fetched for a whole batch at once (no query per run). Builders only: ``Repo.all`` runs them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import Select, false, select, true, tuple_
+
+from . import schema
+from .reads import entry_table
+
+
+def _first_step(protocol_id: Any) -> Any:
+    s = schema.steps.c
+    return (select(s.id).where(s.protocol_id == protocol_id)
+            .order_by(s.position).limit(1).scalar_subquery())
+
+
+def _protocol_rows() -> Select[Any]:
+    p = schema.protocols.c
+    return select(p.id, p.title, p.title_key, p.updated_at,
+                  _first_step(p.id).label("step_id"))
+
+
+def builtin_protocols() -> Select[Any]:
+    """The built-in protocols, every space's, by title."""
+    p = schema.protocols.c
+    return _protocol_rows().where(p.builtin == true()).order_by(p.title_key, p.id)
+
+
+def protocols_after(space: str, after: tuple[str, str] | None, limit: int) -> Select[Any]:
+    """Up to ``limit`` protocols of ``space`` past the key ``(title_key, id)``, by that key:
+    a range of the ``(space, title_key)`` unique index."""
+    p = schema.protocols.c
+    q = _protocol_rows().where(p.space == space, p.builtin == false())
+    if after is not None:
+        q = q.where(tuple_(p.title_key, p.id) > tuple_(*after))
+    return q.order_by(p.title_key, p.id).limit(limit)
+
+
+def entries_after(kind: str, space: str, after: str | None, limit: int) -> Select[Any]:
+    """Up to ``limit`` experiences or manuals (``kind``) of ``space`` past the id ``after``."""
+    table = entry_table(kind).c
+    q = select(table.id, table.title, table.updated_at).where(table.space == space)
+    if after is not None:
+        q = q.where(table.id > after)
+    return q.order_by(table.id).limit(limit)
+
+
+# --- dataset batches --------------------------------------------------------------------------
+
+
+def finished_runs(space: str, after: tuple[str, str] | None, limit: int, *,
+                  protocol_id: str | None = None, outcome: str | None = None) -> Select[Any]:
+    """Up to ``limit`` runs of ``space`` with an outcome past the key ``(created_at, id)``,
+    oldest first, each with its protocol's title (null once the protocol is deleted)."""
+    r, p = schema.runs.c, schema.protocols.c
+    q = (select(schema.runs, p.title.label("protocol_title"))
+         .outerjoin(schema.protocols, p.id == r.protocol_id)
+         .where(r.space == space, r.outcome.is_not(None)))
+    if protocol_id is not None:
+        q = q.where(r.protocol_id == protocol_id)
+    if outcome is not None:
+        q = q.where(r.outcome == outcome)
+    if after is not None:
+        q = q.where(tuple_(r.created_at, r.id) > tuple_(*after))
+    return q.order_by(r.created_at, r.id).limit(limit)
+
+
+def proofs_of(run_ids: Sequence[str]) -> Select[Any]:
+    pr = schema.proofs.c
+    return select(schema.proofs).where(pr.run_id.in_(list(run_ids))).order_by(pr.run_id, pr.seq)
+
+
+def attestations_of(run_ids: Sequence[str]) -> Select[Any]:
+    a = schema.attestations.c
+    return select(schema.attestations).where(a.run_id.in_(list(run_ids))).order_by(a.id)
+
+
+
+
+def versions_of(protocol_ids: Sequence[str]) -> Select[Any]:
+    """Every stored version of the protocols ``protocol_ids``."""
+    v = schema.protocol_versions.c
+    return select(schema.protocol_versions).where(v.protocol_id.in_(list(protocol_ids)))
+
+
+def steps_beside(step_ids: Sequence[str], space: str) -> Select[Any]:
+    """The steps of ``space`` in the protocols of the steps ``step_ids``: every URI whose
+    text a change to one of them changes."""
+    s = schema.steps.c
+    owners = select(s.protocol_id).where(s.id.in_(list(step_ids)), s.space == space)
+    return select(s.id).where(s.protocol_id.in_(owners)).order_by(s.protocol_id, s.position)
+
+
+__all__ = ["attestations_of", "builtin_protocols", "entries_after", "finished_runs",
+           "proofs_of", "protocols_after", "steps_beside", "versions_of"]
