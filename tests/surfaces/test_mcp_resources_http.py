@@ -21,7 +21,7 @@ from mcp.shared.subscriptions import ResourceUpdated
 
 from kairos.api import create_app
 from kairos.domain.requests import NonceRef
-from kairos.domain.resources import GUIDE_URI, run_uri
+from kairos.domain.resources import GUIDE_URI, TEMPLATES, run_uri
 from kairos.mcp import ServiceRef, build_server
 from kairos.mcp.resources import guide
 from kairos.service import Caller
@@ -144,7 +144,7 @@ async def test_stdio_lists_reads_and_prompts(home: Path, mode: str) -> None:
             assert uris[0] == GUIDE_URI and first in uris
             text = (await c.read_resource(first)).contents[0].text  # type: ignore[union-attr]
             assert text.startswith("# Project Setup")
-            assert len((await c.list_resource_templates()).resource_templates) == 3
+            assert len((await c.list_resource_templates()).resource_templates) == len(TEMPLATES)
             assert [p.name for p in (await c.list_prompts()).prompts] == [
                 "run-protocol", "write-protocol", "review-runs"]
             got = await c.get_prompt("write-protocol", {"procedure": "Rotate the keys."})
