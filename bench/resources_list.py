@@ -32,7 +32,7 @@ from kairos.domain.markdown import title_key
 from kairos.domain.requests import MintMany
 from kairos.mcp import ServiceRef, build_server, local_identity
 from kairos.service import Caller, Kairos
-from kairos.service.wiring import open_service
+from kairos.service.wiring import open_service, settle
 
 GOAL_MS = 50.0
 
@@ -94,8 +94,11 @@ def main() -> None:
         k = open_service(settings, background=False)
         try:
             minted = mint_pages(k, args.pages, console)
+            k.close()  # listed by a server started on the store, as after a restart
+            k = open_service(settings, background=False)
             server = build_server(ServiceRef.of(k), limits=k.limits,
                                   identify=local_identity("default", "bench"))
+            settle()  # as a server does once it has started
             anyio.run(list_all, server)  # warm-up: connections, statement caches
             first, rest, items = [], [], 0
             for _ in range(args.passes):
@@ -114,7 +117,7 @@ def main() -> None:
     }
     figures["median_vs_first"] = round(figures["page_median_ms"]
                                        / figures["first_page_median_ms"], 2)
-    figures["goal_met"] = figures["page_p95_ms"] <= GOAL_MS
+    figures["goal_met"] = figures["page_max_ms"] <= GOAL_MS  # every page
     if args.json:
         print(json.dumps(figures))
         return

@@ -69,7 +69,7 @@ def build(k: Agent, size: int) -> tuple[str, str]:
         bad = [r for r in results if not isinstance(r, dict)]
         assert not bad, bad[:3]
     print(f"minted {len(items)} protocols in {time.perf_counter() - started:.0f} s")
-    page = k.browse_protocols(limit=40, sort="title")["items"]
+    page = k.list_protocols(limit=40, sort="title")["items"]
     run_id = ""
     for n in range(RUNS):
         uri = page[n % len(page)]["uri"]
@@ -104,9 +104,9 @@ def main() -> None:
                  "entries": "#/entries?type=experience", "quality": "#/quality",
                  "docs": "/docs", "redoc": "/redoc",
                  "baseline: one-line HTML page": "/ui/blank"}
-        report: dict[str, Any] = {"protocols": k.browse_protocols(limit=1)["total"],
+        report: dict[str, Any] = {"protocols": k.list_protocols(limit=1)["total"],
                                   "embedder": "none", "loads": args.loads, "pages": {}}
-        with serve_in_thread(create_app(k)) as base, browser() as b:
+        with serve_in_thread(create_app(k.service)) as base, browser() as b:
             for name, target in pages.items():
                 fcps, readies = [], []
                 for _ in range(args.loads + 1):  # the first load warms the server

@@ -136,29 +136,20 @@ def _serve(service: Callable[[], Kairos], tokens: dict[str, str], bind: str, por
 
     from .api import create_app
     from .mcp import ServiceRef, build_server
+    from .service.wiring import settle
 
     k = service()
     try:
         k.embedder.load()  # the local model, before the first request rather than during it
         web = create_app(k, tokens=tokens, host=bind, mcp_stateless=stateless,
                          mcp_factory=partial(build_server, ServiceRef.of(k)))
-        _release_free_memory()
+        settle()
         ready()
         config = uvicorn.Config(web, host=bind, port=port, log_level=log_level,
                                 **uvicorn_options())
         uvicorn.Server(config).run(sockets=[sock])
     finally:
         k.close()
-
-
-def _release_free_memory() -> None:
-    """Hand the heap that start-up freed (migrations, imports, the model's load) back to
-    the system: glibc keeps it mapped otherwise, about 9 MB of an idle server."""
-    import ctypes
-
-    trim = getattr(ctypes.CDLL(None), "malloc_trim", None)  # glibc only; no lookup process
-    if trim is not None:
-        trim(0)
 
 
 def serve_stdio(settings: Settings, server_url: str | None) -> None:

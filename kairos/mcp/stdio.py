@@ -49,9 +49,11 @@ def run_stdio(settings: Settings, session_id: str | None = None) -> None:
     sid = session_id or process_session_id()
 
     def make() -> Kairos:
-        from ..service.wiring import open_service
+        from ..service.wiring import open_service, settle
 
-        return open_service(settings)
+        service = open_service(settings)
+        settle()
+        return service
 
     service = ServiceRef(make)
     server = build_server(service, identify=local_identity(settings.space, sid),
