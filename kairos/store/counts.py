@@ -16,7 +16,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 from sqlalchemy.sql import Executable
 
-from . import schema as t
+from . import schema
 
 #: Columns of ``protocol_metrics`` that are added to; the others given are set.
 PROTOCOL_COUNTERS = ("runs", "successes", "failures", "quality_bonus")
@@ -65,7 +65,7 @@ def apply(conn: Connection, counts: Counts) -> None:
                          {**base, "b_id": step_id, **{f"d_{k}": v for k, v in deltas.items()}})
     values = dict(counts.protocol)
     if any(any(d.values()) for d in counts.models.values()):
-        m = t.protocol_metrics.c
+        m = schema.protocol_metrics.c
         row = conn.execute(select(m.per_model).where(
             (m.protocol_id == counts.protocol_id) & (m.space == counts.space))
             .with_for_update()).first()
@@ -97,7 +97,7 @@ def _new_version_row(dialect: str) -> Executable:
     if stmt is None:
         insert_ = postgresql.insert if dialect == "postgresql" else sqlite.insert
         stmt = _BUMPS[("version-row", (dialect,))] = (
-            insert_(t.version_metrics).on_conflict_do_nothing())
+            insert_(schema.version_metrics).on_conflict_do_nothing())
     return stmt
 
 
@@ -108,21 +108,21 @@ def _bump(table: str, keys: tuple[str, ...]) -> Executable:
     stmt = _BUMPS.get((table, keys))
     if stmt is None:
         if table == "protocol":
-            c = t.protocol_metrics.c
+            c = schema.protocol_metrics.c
             where = (c.protocol_id == bindparam("b_id")) & (c.space == bindparam("b_space"))
             values = {k: (getattr(c, k) + bindparam(f"d_{k}") if k in PROTOCOL_COUNTERS
                           else bindparam(f"v_{k}", type_=getattr(c, k).type)) for k in keys}
-            stmt = update(t.protocol_metrics).where(where).values(values)
+            stmt = update(schema.protocol_metrics).where(where).values(values)
         elif table == "version":
-            v = t.version_metrics.c
-            stmt = update(t.version_metrics).where(
+            v = schema.version_metrics.c
+            stmt = update(schema.version_metrics).where(
                 (v.protocol_id == bindparam("b_id")) & (v.version == bindparam("b_version"))
                 & (v.space == bindparam("b_space"))).values(
                 {k: getattr(v, k) + bindparam(f"d_{k}") for k in keys})
         else:
-            s = t.step_metrics.c
+            s = schema.step_metrics.c
             where = (s.step_id == bindparam("b_id")) & (s.space == bindparam("b_space"))
-            stmt = update(t.step_metrics).where(where).values(
+            stmt = update(schema.step_metrics).where(where).values(
                 {k: getattr(s, k) + bindparam(f"d_{k}") for k in keys})
         _BUMPS[(table, keys)] = stmt
     return stmt

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from sqlalchemy import and_, text, update
 
-from . import schema as t
+from . import schema
 from .repo import Repo
 
 #: The key of the PostgreSQL advisory lock one sweep at a time holds ("kairos" + 1).
@@ -29,13 +29,13 @@ def abandon(repo: Repo, *, status: str, active: str, stamp: str, message: str,
     new status) is left alone, and each run is closed once however many sweep at once.
     The run's version moves on, as with every change of a run (``Repo.swap_run``).
     Returns how many runs were closed."""
-    r = t.runs.c
+    r = schema.runs.c
     cond = r.status == active
     if idle_before is not None:
         cond = and_(cond, r.updated_at < idle_before)
     if run_id is not None:
         cond = and_(cond, r.id == run_id)
-    result = repo.conn.execute(update(t.runs).where(cond).values(
+    result = repo.conn.execute(update(schema.runs).where(cond).values(
         status=status, challenge=None, nonce=None, message=message, updated_at=stamp,
         version=r.version + 1))
     return int(result.rowcount)

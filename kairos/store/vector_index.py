@@ -19,7 +19,7 @@ from sqlalchemy.engine import Connection
 from threadpoolctl import threadpool_limits
 
 from ..domain import scoring
-from . import schema as t
+from . import schema
 
 
 class VectorIndex(Protocol):
@@ -70,15 +70,16 @@ def _roles(roles: Sequence[str] | None, n: int) -> Sequence[str]:
 
 
 def _version(conn: Connection) -> int:
-    row = conn.execute(select(t.index_meta.c.value).where(t.index_meta.c.key == "version")).first()
+    meta = schema.index_meta.c
+    row = conn.execute(select(meta.value).where(meta.key == "version")).first()
     return int(row[0]) if row else 0
 
 
 def _bump(conn: Connection) -> int:
-    res = conn.execute(update(t.index_meta).where(t.index_meta.c.key == "version")
+    res = conn.execute(update(schema.index_meta).where(schema.index_meta.c.key == "version")
                        .values(value=text("CAST(CAST(value AS INTEGER) + 1 AS TEXT)")))
     if res.rowcount == 0:
-        conn.execute(insert(t.index_meta).values(key="version", value="1"))
+        conn.execute(insert(schema.index_meta).values(key="version", value="1"))
     return _version(conn)
 
 
@@ -100,9 +101,9 @@ class MemoryVectorIndex:
 
     def upsert(self, conn: Connection, rid: int, space: str, kind: str, vectors: np.ndarray,
                model_id: str, roles: Sequence[str] | None = None) -> None:
-        conn.execute(delete(t.search_vectors).where(t.search_vectors.c.rid == rid))
+        conn.execute(delete(schema.search_vectors).where(schema.search_vectors.c.rid == rid))
         matrix = np.asarray(vectors, dtype=np.float32).reshape(len(vectors), -1)
-        conn.execute(insert(t.search_vectors), [
+        conn.execute(insert(schema.search_vectors), [
             {"rid": rid, "seq": i, "model_id": model_id, "vector": row.tobytes(), "role": role}
             for i, (row, role) in enumerate(zip(matrix, _roles(roles, len(matrix)),
                                                 strict=True))])
@@ -112,7 +113,7 @@ class MemoryVectorIndex:
         ids = list(rids)
         if not ids:
             return
-        conn.execute(delete(t.search_vectors).where(t.search_vectors.c.rid.in_(ids)))
+        conn.execute(delete(schema.search_vectors).where(schema.search_vectors.c.rid.in_(ids)))
         self._after_write(conn, lambda: self._remove(ids))
 
     def touch(self, conn: Connection) -> None:
@@ -161,8 +162,8 @@ class MemoryVectorIndex:
         version = _version(conn)
         if self._version == version and self._model_id == model_id:
             return
-        d, v = t.search_docs.c, t.search_vectors.c
-        joined = t.search_docs.join(t.search_vectors, v.rid == d.rid)
+        d, v = schema.search_docs.c, schema.search_vectors.c
+        joined = schema.search_docs.join(schema.search_vectors, v.rid == d.rid)
         counts = conn.execute(select(d.space, d.kind, func.count(), func.max(func.length(
             v.vector))).select_from(joined).where(v.model_id == model_id)
             .group_by(d.space, d.kind)).all()
@@ -259,7 +260,7 @@ class PgVectorIndex:
 
     def upsert(self, conn: Connection, rid: int, space: str, kind: str, vectors: np.ndarray,
                model_id: str, roles: Sequence[str] | None = None) -> None:
-        conn.execute(delete(t.search_vectors).where(t.search_vectors.c.rid == rid))
+        conn.execute(delete(schema.search_vectors).where(schema.search_vectors.c.rid == rid))
         matrix = np.asarray(vectors, dtype=np.float32).reshape(len(vectors), -1)
         conn.execute(text(
             "INSERT INTO search_vectors (rid, seq, model_id, vector, embedding, dim, role) "
@@ -272,7 +273,7 @@ class PgVectorIndex:
     def delete(self, conn: Connection, rids: Iterable[int]) -> None:
         ids = list(rids)
         if ids:
-            conn.execute(delete(t.search_vectors).where(t.search_vectors.c.rid.in_(ids)))
+            conn.execute(delete(schema.search_vectors).where(schema.search_vectors.c.rid.in_(ids)))
 
     def touch(self, conn: Connection) -> None:
         return None
