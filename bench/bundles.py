@@ -45,11 +45,14 @@ from kairos.domain.bundle import (
     build_bundle,
     verify_bundle,
 )
+from kairos.domain.caller import Caller
 from kairos.domain.canonical import CHAIN_RULES, KAIROS_JSON_1, RFC8785, jcs
 from kairos.domain.challenge import make_challenge
+from kairos.domain.requests import Mint
 from kairos.domain.texts import GENESIS_HASH
+from kairos.domain.validation import parse
 from kairos.search.embedders import local_model
-from kairos.service import Kairos
+from kairos.service.wiring import open_service
 
 KEY = keys.private_key(bytes(range(32)))
 
@@ -93,20 +96,26 @@ def chain_links() -> dict[str, Any]:
     return out
 
 
+def _forced(real: Callable[..., str], rule: str) -> Callable[..., str]:
+    """``chain_hash`` under ``rule`` whatever rule the run records."""
+    return lambda previous, record, _recorded=None: real(previous, record, rule)
+
+
 def next_per_rule(runs: int, repeats: int, steps: int) -> dict[str, Any]:
     real = engine.chain_hash
     with tempfile.TemporaryDirectory(prefix="kairos-bench-bundles-") as home:
-        k = Kairos(load_settings(env={"KAIROS_HOME": home}), embedder=local_model(),
-                   background=False)
+        k = open_service(load_settings(env={"KAIROS_HOME": home}), embedder=local_model(),
+                         background=False)
         try:
-            uris = [s["uri"] for s in k.mint(release_protocol("shell", steps),
-                                             force_update=True)["items"][0]["steps"]]
+            minted = k.mint(parse(Mint, {"markdown_doc": release_protocol("shell", steps),
+                                         "force_update": True}), Caller())
+            uris = [s["uri"] for s in minted["items"][0]["steps"]]
             caller = Direct(k)
             per_call: dict[str, list[float]] = {rule: [] for rule in CHAIN_RULES}
             uvloop.run(run_loop(caller, uris, 3))  # warm-up
             for _ in range(repeats):
                 for rule in CHAIN_RULES:  # alternated: drift in the machine's load hits both
-                    engine.chain_hash = partial(real, rule=rule)  # type: ignore[assignment]
+                    engine.chain_hash = _forced(real, rule)  # type: ignore[assignment]
                     cpu, calls = uvloop.run(run_loop(caller, uris, runs))
                     per_call[rule].append(cpu / calls * 1000)
         finally:

@@ -47,13 +47,13 @@ from .bundle_format import (
     unholdable,
 )
 from .canonical import CHAIN_RULES, jcs
+from .challenge import ISSUED
 from .errors import ValidationError
 from .proof import chain_hash
 from .texts import GENESIS_HASH
 
 #: A bundle as JSON values (its shape: ``bundle_format.SCHEMA``).
 Bundle = dict[str, Any]
-ISSUED = ("nonce", "proof_hash")  # what issuing adds to a step's declared challenge
 
 
 @dataclass(frozen=True)

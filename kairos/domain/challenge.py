@@ -349,6 +349,10 @@ def check_relevance(comment: str, step_prose: str) -> Refusal | None:
                    "and what came of it (names, numbers, findings).")
 
 
+#: What issuing adds to a step's declared challenge when it is shown to the agent.
+ISSUED = ("nonce", "proof_hash")
+
+
 def from_issued(issued: dict[str, Any]) -> Challenge:
     """The Challenge behind a challenge dict as it was shown to the agent."""
     kind = issued["type"]

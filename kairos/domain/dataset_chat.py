@@ -11,9 +11,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from .challenge import ISSUED
 from .run_data import ProtocolData, RunData, StepData
-
-_UNSHOWN = ("nonce", "proof_hash")
 
 
 def compact(value: Any) -> str:
@@ -22,7 +21,7 @@ def compact(value: Any) -> str:
 
 def shown(value: Any) -> Any:
     if isinstance(value, Mapping):
-        return {k: v for k, v in value.items() if k not in _UNSHOWN}
+        return {k: v for k, v in value.items() if k not in ISSUED}
     return value
 
 

@@ -282,7 +282,6 @@ class ReadRequest(Request):
 PageLimit = Annotated[int, Field(ge=1, le=limits.PAGE_MAX,
                                  description=f"Page size, 1 to {limits.PAGE_MAX}.")]
 PageOffset = Annotated[int, Field(ge=0, le=limits.OFFSET_MAX, description="Items to skip.")]
-PROTOCOL_SORTS = ("updated", "title", "runs")
 
 
 class ListProtocols(ReadRequest):

@@ -17,6 +17,7 @@ from typing import Any
 
 from .errors import INVALID_URI, NotFoundError, ValidationError
 from .requests import UUID_PATTERN
+from .texts import MIME_MARKDOWN
 
 GUIDE_URI = "kairos://guide"
 GUIDE, PROTOCOL, ENTRY, RUN, BUNDLE = "guide", "protocol", "entry", "run", "bundle"
@@ -34,12 +35,12 @@ class Kind:
 
 
 KINDS = (
-    Kind(GUIDE, GUIDE_URI, re.compile(r"^kairos://guide$"), "text/markdown",
+    Kind(GUIDE, GUIDE_URI, re.compile(r"^kairos://guide$"), MIME_MARKDOWN,
          "How to use KAIROS",
          "How to search, begin, answer each step and attest, for agents."),
     Kind(PROTOCOL, "kairos://mem/{uuid}{?version}",
          re.compile(rf"^kairos://mem/(?P<id>{UUID_PATTERN})(?:\?version=(?P<version>[^&]*))?$"),
-         "text/markdown", "Protocol",
+         MIME_MARKDOWN, "Protocol",
          "A protocol's markdown (the URI of its step 1) or one step's (any other step). "
          "version: the text of that version."),
     Kind(ENTRY, "kairos://entries/{id}", re.compile(rf"^kairos://entries/(?P<id>{UUID_PATTERN})$"),

@@ -26,5 +26,10 @@ def parse_uri(uri: object, field: str = "uri") -> str:
                               message=f"Invalid {field} {uri!r}: expected {expected}.") from None
 
 
+def uri_list(uris: str | list[str]) -> list[str]:
+    """``uris`` as a list: the tools take one URI or several."""
+    return [uris] if isinstance(uris, str) else uris
+
+
 def new_id() -> str:
     return str(uuid.uuid4())

@@ -65,6 +65,7 @@ from ..domain.responses import (
     UpdateResult,
     Validation,
 )
+from ..domain.uris import uri_list
 from ..domain.versions import VersionDiff, VersionList, VersionsDiff
 from ..domain.views import (
     EntryPage,
@@ -182,14 +183,14 @@ class Kairos:
         return self.minter.validate(request.markdown_doc, caller)
 
     def update(self, request: Update, caller: Caller) -> UpdateResult:
-        touched = protocol_uris(self.store, _uris(request.uris), caller.space)
+        touched = protocol_uris(self.store, uri_list(request.uris), caller.space)
         done = self.protocols.update(request, caller)
         if done["total_updated"]:
             self.changes.publish(caller.space, touched)
         return done
 
     def delete(self, request: Delete, caller: Caller) -> DeleteResult:
-        touched = protocol_uris(self.store, _uris(request.uris), caller.space)
+        touched = protocol_uris(self.store, uri_list(request.uris), caller.space)
         done = self.protocols.delete(request, caller)
         if done["total_deleted"]:
             self.changes.publish(caller.space, touched)
@@ -365,10 +366,6 @@ class Kairos:
         self.search_engine.stop()
         self.protocols.parser.close()
         self.store.close()
-
-
-def _uris(uris: str | list[str]) -> list[str]:
-    return [uris] if isinstance(uris, str) else list(uris)
 
 
 __all__ = ["Kairos"]

@@ -13,7 +13,8 @@ from ..domain.caller import Caller
 from ..domain.errors import ConflictError, KairosError, NotFoundError, ValidationError
 from ..domain.requests import Delete, StepChange, Update
 from ..domain.responses import DeleteResult, ItemResult, ProtocolDump, StepDump, UpdateResult
-from ..domain.uris import parse_uri, to_uri
+from ..domain.texts import MIME_MARKDOWN
+from ..domain.uris import parse_uri, to_uri, uri_list
 from ..domain.versions import draft_of
 from ..search.documents import DocSpec, protocol_doc
 from ..search.service import SearchService
@@ -133,7 +134,7 @@ class ProtocolService:
             "position": step["position"] + 1,
             "step_count": len(steps),
             "content": step["content"],
-            "mimeType": "text/markdown",
+            "mimeType": MIME_MARKDOWN,
             "challenge": dict(step["challenge"]),
             "markdown_doc": markdown.render_step(step["label"], step["content"]),
             "version": proto["version"],
@@ -142,11 +143,11 @@ class ProtocolService:
     # --- update and delete -----------------------------------------------------------------
 
     def update(self, req: Update, caller: Caller) -> UpdateResult:
-        uri_list = _uri_list(req.uris)
+        targets = uri_list(req.uris)
         docs: list[str | None]
         if req.markdown_doc is None or isinstance(req.markdown_doc, str):
-            docs = [req.markdown_doc] * len(uri_list)
-        elif len(req.markdown_doc) == len(uri_list):
+            docs = [req.markdown_doc] * len(targets)
+        elif len(req.markdown_doc) == len(targets):
             docs = list(req.markdown_doc)
         else:
             raise ValidationError("markdown_doc",
@@ -155,7 +156,7 @@ class ProtocolService:
             raise ValidationError("markdown_doc", "markdown_doc or updates")
         change = req.updates or StepChange(label=None, content=None)
         results: list[ItemResult] = []
-        for uri, doc in zip(uri_list, docs, strict=True):
+        for uri, doc in zip(targets, docs, strict=True):
             try:
                 results.append(self._update_one(uri, caller, doc, change))
             except KairosError as exc:
@@ -208,7 +209,7 @@ class ProtocolService:
 
     def delete(self, req: Delete, caller: Caller) -> DeleteResult:
         results: list[ItemResult] = []
-        for uri in _uri_list(req.uris):
+        for uri in uri_list(req.uris):
             try:
                 results.append({"uri": uri, "status": "deleted",
                                 "removed": self._delete_one(uri, caller, req.protocol)})
@@ -261,9 +262,6 @@ def _failed(uri: str, exc: KairosError) -> ItemResult:
     """A batch's result for a uri that failed: the error's fields."""
     return cast(ItemResult, {"uri": uri, "status": "error", **exc.to_dict()})
 
-
-def _uri_list(uris: str | list[str]) -> list[str]:
-    return [uris] if isinstance(uris, str) else uris
 
 
 __all__ = ["BUILTIN_SPACE", "Indexed", "ProtocolService"]

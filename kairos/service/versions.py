@@ -10,6 +10,7 @@ from ..domain import markdown
 from ..domain.caller import Caller
 from ..domain.errors import NotFoundError
 from ..domain.responses import ProtocolDump, StepDump
+from ..domain.texts import MIME_MARKDOWN
 from ..domain.uris import to_uri
 from ..domain.versions import (
     VersionDiff,
@@ -77,7 +78,7 @@ def version_dump(repo: Repo, version: Row, step_id: str, whole: bool,
     step = steps[at]
     return {"uri": to_uri(step_id), "label": step["label"], "chain_label": version["title"],
             "protocol_uri": uri, "position": at + 1, "step_count": len(steps),
-            "content": step["content"], "mimeType": "text/markdown",
+            "content": step["content"], "mimeType": MIME_MARKDOWN,
             "challenge": dict(step["challenge"]),
             "markdown_doc": markdown.render_step(step["label"], step["content"]),
             "version": version["version"]}

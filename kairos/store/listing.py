@@ -12,19 +12,13 @@ from typing import Any
 from sqlalchemy import Select, false, select, true, tuple_
 
 from . import schema
-from .reads import entry_table
-
-
-def _first_step(protocol_id: Any) -> Any:
-    s = schema.steps.c
-    return (select(s.id).where(s.protocol_id == protocol_id)
-            .order_by(s.position).limit(1).scalar_subquery())
+from .reads import entry_table, first_step_of
 
 
 def _protocol_rows() -> Select[Any]:
     p = schema.protocols.c
     return select(p.id, p.title, p.title_key, p.updated_at,
-                  _first_step(p.id).label("step_id"))
+                  first_step_of(p.id).label("step_id"))
 
 
 def builtin_protocols() -> Select[Any]:

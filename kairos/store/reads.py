@@ -40,7 +40,7 @@ def step_count_of(protocol_id: Any) -> Any:
             .scalar_subquery())
 
 
-def _first_step_of(protocol_id: Any) -> Any:
+def first_step_of(protocol_id: Any) -> Any:
     steps = schema.steps.c
     return (select(steps.id).where(steps.protocol_id == protocol_id)
             .order_by(steps.position).limit(1).scalar_subquery())
@@ -79,7 +79,7 @@ def protocol_page(space: str, *, limit: int, offset: int, title: str | None = No
         where.append(p.id == protocol_id)
     cond = and_(*where)
     page = (select(p.id, p.title, p.tags, p.builtin, p.intro, p.created_at, p.updated_at,
-                   _first_step_of(p.id).label("step_id"),
+                   first_step_of(p.id).label("step_id"),
                    step_count_of(p.id).label("step_count"),
                    func.coalesce(m.runs, 0).label("runs"),
                    func.coalesce(m.successes, 0).label("successes"),
