@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -11,6 +10,7 @@ import typer
 
 from ..domain import keys
 from ..domain.errors import ValidationError
+from ..domain.jsontext import pretty
 from ..domain.requests import RunRef
 from . import output as out
 from .base import RUN_ID_HELP, JsonFlag, command, json_mode, load, opened, read_file, request
@@ -32,7 +32,7 @@ def export_run(
         bundle = local.service.export_run(
             request(RunRef, run_id=local.expand(run_id, "run")), local.caller)
     # Numbers as Python writes them: a kairos-json-1 chain hashed 3.0 as "3.0".
-    text = json.dumps(bundle, indent=2, ensure_ascii=False) + "\n"
+    text = pretty(bundle) + "\n"
     if out_file is None:
         out.write(text)
         return

@@ -9,11 +9,11 @@ for byte.
 from __future__ import annotations
 
 import contextlib
-import json
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
+from ..domain.jsontext import pretty
 from .table import Col, cell, render
 
 
@@ -68,7 +68,7 @@ def error(message: str) -> None:
 
 
 def as_json(data: Any) -> None:
-    write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    write(pretty(data) + "\n")
 
 
 def row(*cells: Any) -> None:

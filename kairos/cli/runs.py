@@ -3,13 +3,13 @@
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Mapping
 from typing import Annotated, Any, cast
 
 import typer
 
+from ..domain.jsontext import compact
 from ..domain.limits import PAGE_MAX
 from ..domain.requests import (
     AbandonRun,
@@ -50,10 +50,6 @@ PROOF OF WORK: comment min_length=20
 """
 
 
-def _compact(data: Any) -> str:
-    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
-
-
 @command()
 def demo(as_json: JsonFlag = False) -> None:
     """Mint a sample protocol and run it to the end, showing every call and answer."""
@@ -64,7 +60,7 @@ def demo(as_json: JsonFlag = False) -> None:
              summary: str) -> None:
         calls.append({"call": call, "arguments": arguments, "response": response})
         if not as_json:
-            out.line(f"{call}({_compact(arguments)})")
+            out.line(f"{call}({compact(arguments)})")
             out.line(f"  -> {summary}")
 
     def shown(response: Mapping[str, Any]) -> str:

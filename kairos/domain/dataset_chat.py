@@ -7,16 +7,12 @@ random per run, nothing a model can learn, and they would make two runs' prompts
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
 from .challenge import ISSUED
+from .jsontext import compact
 from .run_data import ProtocolData, RunData, StepData
-
-
-def compact(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 def shown(value: Any) -> Any:

@@ -11,7 +11,6 @@ The service is reached through a ``ServiceRef`` so that a stdio process can answ
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 import time
@@ -25,6 +24,7 @@ from mcp.server import Server, ServerRequestContext
 from .. import version
 from ..domain.caller import Caller
 from ..domain.errors import INTERNAL_ERROR, KairosError, NotFoundError
+from ..domain.jsontext import compact
 from ..domain.limits import Limits, check_value
 from ..domain.validation import parse
 from .guarded import INTERNAL_BODY
@@ -110,8 +110,7 @@ def local_identity(space: str, session_id: str) -> Identify:
 
 def result(body: dict[str, Any], *, error: bool = False) -> types.CallToolResult:
     """A JSON body as text content and as structured content."""
-    text = json.dumps(body, ensure_ascii=False, separators=(",", ":"))
-    return types.CallToolResult(content=[types.TextContent(type="text", text=text)],
+    return types.CallToolResult(content=[types.TextContent(type="text", text=compact(body))],
                                 structured_content=body, is_error=error)
 
 
