@@ -40,8 +40,6 @@ from kairos.domain import engine, keys, proof
 from kairos.domain.bundle import (
     AttestationFacts,
     RunFacts,
-    StepFacts,
-    VersionFacts,
     build_bundle,
     verify_bundle,
 )
@@ -49,6 +47,7 @@ from kairos.domain.caller import Caller
 from kairos.domain.canonical import CHAIN_RULES, KAIROS_JSON_1, RFC8785, jcs
 from kairos.domain.challenge import make_challenge
 from kairos.domain.requests import Mint
+from kairos.domain.run_data import ProtocolData, StepData
 from kairos.domain.texts import GENESIS_HASH
 from kairos.domain.validation import parse
 from kairos.search.embedders import local_model
@@ -137,10 +136,11 @@ def bundles() -> dict[str, Any]:
             rec = record(200, i, previous)
             previous = rec["proof_hash"] = proof.chain_hash(previous, rec, RFC8785)
             recs.append(rec)
-        steps = [StepFacts(r["step_uri"], {k: v for k, v in r["challenge"].items()
-                                           if k not in ("nonce", "proof_hash")}) for r in recs]
+        steps = tuple(StepData(r["step_uri"], "", "", {k: v for k, v in r["challenge"].items()
+                                                       if k not in ("nonce", "proof_hash")})
+                      for r in recs)
         args = (RunFacts(recs[0]["run_id"], "finished", "success", True, "t", "t", RFC8785),
-                VersionFacts("p", 1, "# Bench\n" * n, steps), recs,
+                ProtocolData("p", "Bench", 1, "# Bench\n" * n, steps), recs,
                 AttestationFacts("success", "ok", "t"), KEY)
         bundle = build_bundle(*args)
         assert verify_bundle(bundle, [KEY.public_key()]).valid

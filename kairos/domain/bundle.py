@@ -50,6 +50,7 @@ from .canonical import CHAIN_RULES, jcs
 from .challenge import ISSUED
 from .errors import ValidationError
 from .proof import chain_hash
+from .run_data import ProtocolData
 from .texts import GENESIS_HASH
 
 #: A bundle as JSON values (its shape: ``bundle_format.SCHEMA``).
@@ -71,22 +72,6 @@ class RunFacts:
 
 
 @dataclass(frozen=True)
-class StepFacts:
-    uri: str
-    challenge: Mapping[str, Any]  # as declared (``Challenge.to_dict()``): no nonce, no hash
-
-
-@dataclass(frozen=True)
-class VersionFacts:
-    """The protocol version the run began on: its number and its full markdown."""
-
-    protocol_id: str
-    number: int
-    markdown: str
-    steps: Sequence[StepFacts]
-
-
-@dataclass(frozen=True)
 class AttestationFacts:
     """The run's latest attestation."""
 
@@ -95,18 +80,19 @@ class AttestationFacts:
     time: str
 
 
-def build_bundle(run: RunFacts, version: VersionFacts, proofs: Sequence[Mapping[str, Any]],
+def build_bundle(run: RunFacts, version: ProtocolData, proofs: Sequence[Mapping[str, Any]],
                  attestation: AttestationFacts | None,
                  key: Ed25519PrivateKey | bytes) -> Bundle:
-    """The signed bundle of a run. ``proofs`` are the run's records in order, each with its
-    ``proof_hash`` (as the store keeps them). Signs once and checks nothing of the chain:
-    the verifier does. ``ValidationError`` when a part breaks the format."""
+    """The signed bundle of a run that began on ``version``. ``proofs`` are the run's
+    records in order, each with its ``proof_hash`` (as the store keeps them). Signs once
+    and checks nothing of the chain: the verifier does. ``ValidationError`` when a part
+    breaks the format."""
     signer = keyring.private_key(key)
     bundle: dict[str, Any] = {
         "format": FORMAT,
         "version": VERSION,
         "run": {name: getattr(run, name) for name in RUN},
-        "protocol": {"id": version.protocol_id, "version": version.number,
+        "protocol": {"id": version.protocol_id, "version": version.version,
                      "markdown": version.markdown, "content_hash": "",
                      "steps": [{"uri": s.uri, "challenge": dict(s.challenge)}
                                for s in version.steps]},
@@ -254,5 +240,5 @@ def verify_text(text: str | bytes,
     return verify_bundle(bundle, trusted)
 
 
-__all__ = ["AttestationFacts", "RunFacts", "StepFacts", "Verdict", "VersionFacts",
-           "build_bundle", "verify_bundle", "verify_text"]
+__all__ = ["AttestationFacts", "RunFacts", "Verdict", "build_bundle", "verify_bundle",
+           "verify_text"]

@@ -1,15 +1,18 @@
-"""A finished or running run as plain data: what the dataset formats
-(``domain.datasets``) read, built by the service from the store's rows."""
+"""A finished or running run as plain data, and the protocol version it follows: what the
+dataset formats (``domain.datasets``) and a run's bundle (``domain.bundle``) read, built
+from the store's rows (``protocol_data``)."""
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from .bundle_format import content_hash
 from .canonical import KAIROS_JSON_1
+from .texts import URI_PREFIX
+from .uris import to_uri
 
 
 @dataclass(frozen=True)
@@ -19,19 +22,42 @@ class StepData:
     content: str
     challenge: Mapping[str, Any]  # as declared: {"type", "description", "<type>": {...}}
 
+    @property
+    def id(self) -> str:
+        return self.uri.removeprefix(URI_PREFIX)
+
 
 @dataclass(frozen=True)
 class ProtocolData:
-    uri: str                      # the URI of step 1, which names the protocol
+    """One version of a protocol, as stored when it was made."""
+
+    protocol_id: str
     title: str
-    version: int | None           # the version the run followed; None before versions
+    version: int
     markdown: str
     steps: tuple[StepData, ...]
 
+    @property
+    def uri(self) -> str:
+        """The URI of step 1, which names the protocol."""
+        return self.steps[0].uri
+
     @cached_property
     def content_hash(self) -> str:
-        """sha256 of the markdown's UTF-8 bytes: pins the text the run followed."""
-        return hashlib.sha256(self.markdown.encode("utf-8")).hexdigest()
+        """Pins the text the run followed (``bundle_format.content_hash``)."""
+        return content_hash(self.markdown)
+
+
+def step_data(steps: Sequence[Mapping[Any, Any]]) -> tuple[StepData, ...]:
+    """Stored steps (rows of ``steps``, or a version's entries), in order."""
+    return tuple(StepData(to_uri(s["id"]), s["label"], s["content"], dict(s["challenge"]))
+                 for s in steps)
+
+
+def protocol_data(version: Mapping[Any, Any]) -> ProtocolData:
+    """A stored protocol version (a row of ``protocol_versions``) as ``ProtocolData``."""
+    return ProtocolData(version["protocol_id"], version["title"], version["version"],
+                        version["markdown"], step_data(version["steps"]))
 
 
 @dataclass(frozen=True)
@@ -91,4 +117,5 @@ class RunData:
         return self.attested_step if self.attested_step is not None else size - 1
 
 
-__all__ = ["ProtocolData", "RefusedAnswer", "RunData", "StepData"]
+__all__ = ["ProtocolData", "RefusedAnswer", "RunData", "StepData", "protocol_data",
+           "step_data"]

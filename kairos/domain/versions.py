@@ -14,10 +14,13 @@ from . import markdown
 from .bundle_format import content_hash
 from .challenge import from_issued
 from .requests import ProtocolRef, VersionNumber
+from .responses import ProtocolDump, StepDump
+from .run_data import ProtocolData
+from .texts import MIME_MARKDOWN
 
 __all__ = ["DiffLine", "VersionDiff", "VersionItem", "VersionList", "VersionsDiff",
-           "content_hash", "diff_lines", "draft_of", "step_entries", "unified_diff",
-           "version_text"]
+           "content_hash", "diff_lines", "draft_of", "protocol_dump", "step_dump",
+           "step_entries", "unified_diff", "version_text"]
 
 
 class VersionDiff(ProtocolRef):
@@ -90,6 +93,27 @@ def step_entries(steps: Sequence[Mapping[Any, Any]]) -> list[dict[str, Any]]:
 
 _KINDS: dict[str, Literal["hunk", "context", "added", "removed"]] = {
     "@": "hunk", " ": "context", "+": "added", "-": "removed"}
+
+
+def step_dump(version: ProtocolData, at: int) -> StepDump:
+    """``kairos_dump`` of step ``at`` (from 0) of a protocol version."""
+    step = version.steps[at]
+    return {"uri": step.uri, "label": step.label, "chain_label": version.title,
+            "protocol_uri": version.uri, "position": at + 1,
+            "step_count": len(version.steps), "content": step.content,
+            "mimeType": MIME_MARKDOWN, "challenge": dict(step.challenge),
+            "markdown_doc": markdown.render_step(step.label, step.content),
+            "version": version.version}
+
+
+def protocol_dump(version: ProtocolData, tags: Sequence[str], triggers: Sequence[str],
+                  learned: list[str]) -> ProtocolDump:
+    """``kairos_dump`` of a whole protocol version."""
+    return {"uri": version.uri, "chain_label": version.title, "tags": list(tags),
+            "step_count": len(version.steps),
+            "steps": [{"uri": s.uri, "label": s.label} for s in version.steps],
+            "triggers": list(triggers), "learned_triggers": learned,
+            "markdown_doc": version.markdown, "version": version.version}
 
 
 def unified_diff(old: str, new: str, old_name: str, new_name: str) -> str:

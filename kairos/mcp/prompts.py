@@ -111,7 +111,7 @@ def run_protocol(service: Any, args: dict[str, str], who: Caller) -> str:
 
 def write_protocol(service: Any, args: dict[str, str], who: Caller) -> str:
     procedure = _text(args, "procedure", PROCEDURE_CHARS, required=True)
-    title = _text(args, "title", 200)
+    title = _text(args, "title", service.limits.title_chars)
     heading = f"# {title}" if title else "# <a short title that names the task>"
     return "\n".join([
         "Turn this procedure into a KAIROS protocol and store it.", "",
@@ -141,7 +141,7 @@ def _days(args: dict[str, str]) -> int:
 
 
 def review_runs(service: Any, args: dict[str, str], who: Caller) -> str:
-    raw = _text(args, "protocol", 200)
+    raw = _text(args, "protocol", service.limits.title_chars)
     uri = None if raw is None else to_uri(parse_uri(raw, "protocol"))
     days = _days(args)
     if uri is not None:  # what the caller cannot see answers as an unknown protocol

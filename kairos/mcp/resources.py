@@ -79,9 +79,15 @@ def resource_handlers(service: ServiceRef, identify: Identify, subs: Subscriptio
                             ) -> types.ReadResourceResult:
         return types.ReadResourceResult(contents=[await read(str(params.uri), caller(ctx))])
 
+    async def check(uri: str, who: Any) -> None:
+        """What the caller cannot read, it cannot watch."""
+        if uri != res.GUIDE_URI:
+            await guarded("resources/subscribe",
+                          lambda: service.get().check_resource(uri, who))
+
     async def subscribe(ctx: Ctx, params: types.SubscribeRequestParams) -> types.EmptyResult:
         who, uri = caller(ctx), str(params.uri)
-        await read(uri, who)  # what the caller cannot read, it cannot watch
+        await check(uri, who)
         if not subs.subscribe(who.space, uri, connection_of(ctx), ctx.session):
             raise MCPError(types.INTERNAL_ERROR, "Too many subscriptions; retry later.")
         return types.EmptyResult()
@@ -98,7 +104,7 @@ def resource_handlers(service: ServiceRef, identify: Identify, subs: Subscriptio
         readable = []
         for uri in wanted:  # the others are left out of the acknowledged filter
             try:
-                await read(uri, who)
+                await check(uri, who)
                 readable.append(uri)
             except MCPError as exc:
                 if exc.code != types.INVALID_PARAMS:

@@ -85,7 +85,7 @@ from ..store.db import Store
 from ..store.notices import notices_for
 from ..store.sessions import DbSessionStore
 from .bundles import BundleService
-from .changes import Changes, protocol_uris
+from .changes import Changes
 from .datasets import export_dataset
 from .entries import EntryService
 from .expiry import RunExpiry
@@ -183,14 +183,14 @@ class Kairos:
         return self.minter.validate(request.markdown_doc, caller)
 
     def update(self, request: Update, caller: Caller) -> UpdateResult:
-        touched = protocol_uris(self.store, uri_list(request.uris), caller.space)
+        touched = self.changes.touched(self.store, uri_list(request.uris), caller.space)
         done = self.protocols.update(request, caller)
         if done["total_updated"]:
             self.changes.publish(caller.space, touched)
         return done
 
     def delete(self, request: Delete, caller: Caller) -> DeleteResult:
-        touched = protocol_uris(self.store, uri_list(request.uris), caller.space)
+        touched = self.changes.touched(self.store, uri_list(request.uris), caller.space)
         done = self.protocols.delete(request, caller)
         if done["total_deleted"]:
             self.changes.publish(caller.space, touched)
@@ -253,7 +253,7 @@ class Kairos:
         return self.reads.runs_page(request, caller)
 
     def run_detail(self, request: RunRef, caller: Caller) -> RunDetail:
-        return self.reads.run(request.run_id, caller)
+        return self.reads.run(request.run_id, caller)[0]
 
     def verify_run(self, request: RunRef, caller: Caller) -> Verification:
         return self.reads.verify(request.run_id, caller)
@@ -294,6 +294,10 @@ class Kairos:
 
     def read_resource(self, uri: str, caller: Caller) -> ResourceText:
         return self.resources.read(uri, caller)
+
+    def check_resource(self, uri: str, caller: Caller) -> None:
+        """``read_resource``'s refusal, if any, without its work: what a subscriber asks."""
+        self.resources.check(uri, caller)
 
     # --- knowledge entries and the unified search (contract §5) ----------------------------
 

@@ -5,35 +5,14 @@ far."""
 
 from __future__ import annotations
 
-from ..domain.bundle import (
-    AttestationFacts,
-    Bundle,
-    RunFacts,
-    StepFacts,
-    VersionFacts,
-    build_bundle,
-)
+from ..domain.bundle import AttestationFacts, Bundle, RunFacts, build_bundle
 from ..domain.caller import Caller
 from ..domain.errors import CONFLICT, ConflictError
-from ..domain.uris import to_uri
 from ..store import reads
 from ..store.db import Store
-from ..store.repo import Repo, Row
 from .reads import own_run, proof_records
 from .signing import Signing
-
-
-def ran_version(repo: Repo, run: Row) -> VersionFacts:
-    """The protocol version ``run`` began on, as stored when it was made; a version is kept
-    while a run follows it, so only a run imported without one has none."""
-    version = repo.version(run["protocol_id"], run["protocol_version"])
-    if version is None:
-        raise ConflictError(CONFLICT, f"Run {run['id']} follows version "
-                            f"{run['protocol_version']} of its protocol, which this store "
-                            "does not hold: there is no text to bundle with its proofs.",
-                            field="run_id")
-    steps = [StepFacts(to_uri(s["id"]), dict(s["challenge"])) for s in version["steps"]]
-    return VersionFacts(run["protocol_id"], version["version"], version["markdown"], steps)
+from .versions import followed_version
 
 
 class BundleService:
@@ -46,7 +25,12 @@ class BundleService:
         unknown one (``own_run``)."""
         with self.store.read() as repo:
             run = own_run(repo, run_id, caller)
-            version = ran_version(repo, run)
+            version = followed_version(repo, run["protocol_id"], run["protocol_version"])
+            if version is None:
+                raise ConflictError(CONFLICT, f"Run {run['id']} follows version "
+                                    f"{run['protocol_version']} of its protocol, which this "
+                                    "store does not hold: there is no text to bundle with "
+                                    "its proofs.", field="run_id")
             proofs = proof_records(repo, run["id"])
             latest = repo.all(reads.latest_attestation(run["id"]))
         facts = RunFacts(run["id"], run["status"], run["outcome"], bool(run["proven"]),
@@ -55,4 +39,4 @@ class BundleService:
         return build_bundle(facts, version, proofs, attestation, self.signing.key)
 
 
-__all__ = ["BundleService", "ran_version"]
+__all__ = ["BundleService"]

@@ -50,6 +50,26 @@ class Changes:
 
         return stop
 
+    @property
+    def wanted(self) -> bool:
+        """Whether a change has anyone to tell: a listener here, or other processes."""
+        return self._relay is not None or bool(self._listeners)
+
+    def touched(self, store: Store, uris: Iterable[str], space: str) -> list[str]:
+        """Every step URI of the protocols of ``uris`` in ``space`` (read before a write
+        that may remove them), when anyone is told of the change; text that names no step
+        is skipped."""
+        ids = []
+        for uri in uris if self.wanted else ():
+            try:
+                ids.append(parse_uri(uri))
+            except ValidationError:
+                continue
+        if not ids:
+            return []
+        with store.read() as repo:
+            return [to_uri(r["id"]) for r in repo.all(listing.steps_beside(ids, space))]
+
     def publish(self, space: str, uris: Iterable[str]) -> None:
         """Tell every listener here, and the other processes; a failure is logged and
         never fails the write that was made."""
@@ -77,19 +97,4 @@ class Changes:
             self._relay.stop()
 
 
-def protocol_uris(store: Store, uris: Iterable[str], space: str) -> list[str]:
-    """Every step URI of the protocols of ``uris`` in ``space`` (read before a write that
-    may remove them); text that names no step is skipped."""
-    ids = []
-    for uri in uris:
-        try:
-            ids.append(parse_uri(uri))
-        except ValidationError:
-            continue
-    if not ids:
-        return []
-    with store.read() as repo:
-        return [to_uri(r["id"]) for r in repo.all(listing.steps_beside(ids, space))]
-
-
-__all__ = ["Changes", "Listener", "protocol_uris"]
+__all__ = ["Changes", "Listener"]

@@ -5,35 +5,19 @@ each in one query for the whole batch."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from itertools import groupby
+from operator import itemgetter
 
 from ..domain.caller import Caller
 from ..domain.dataset_filters import Filters
 from ..domain.datasets import Record, export
-from ..domain.run_data import ProtocolData, RunData, StepData
-from ..domain.uris import parse_uri, to_uri
+from ..domain.run_data import ProtocolData, RunData, protocol_data
+from ..domain.uris import parse_uri
 from ..store import listing
 from ..store.db import Store
 from ..store.repo import Row
-from .protocols import BUILTIN_SPACE
 
 BATCH = 200  # runs read at once
-
-
-def _group(rows: list[Row], key: str) -> dict[str, list[Row]]:
-    out: dict[str, list[Row]] = {}
-    for row in rows:
-        out.setdefault(row[key], []).append(row)
-    return out
-
-
-def _protocol(version: Row) -> ProtocolData:
-    """The protocol as the version a run followed holds it."""
-    steps = version["steps"]
-    return ProtocolData(
-        uri=to_uri(steps[0]["id"]), title=version["title"], version=version["version"],
-        markdown=version["markdown"],
-        steps=tuple(StepData(to_uri(s["id"]), s["label"], s["content"], dict(s["challenge"]))
-                    for s in steps))
 
 
 def _run(row: Row, protocol: ProtocolData, proofs: list[Row], attested: Row | None
@@ -59,7 +43,7 @@ def dataset_runs(store: Store, filters: Filters, caller: Caller) -> Iterator[Run
     if filters.protocol is not None:
         with store.read() as repo:
             step = repo.step(parse_uri(filters.protocol, "protocol"))
-        if step is None or step["space"] not in (caller.space, BUILTIN_SPACE):
+        if step is None or not caller.sees(step["space"]):
             return
         protocol_id = step["protocol_id"]
     after: tuple[str, str] | None = None
@@ -71,11 +55,12 @@ def dataset_runs(store: Store, filters: Filters, caller: Caller) -> Iterator[Run
             if not rows:
                 return
             ids = [r["id"] for r in rows]
-            pids = sorted({r["protocol_id"] for r in rows})
-            proofs = _group(repo.all(listing.proofs_of(ids)), "run_id")
+            followed = sorted({(r["protocol_id"], r["protocol_version"]) for r in rows})
+            proofs = {run_id: list(group) for run_id, group in
+                      groupby(repo.all(listing.proofs_of(ids)), itemgetter("run_id"))}
             attested = {a["run_id"]: a for a in repo.all(listing.attestations_of(ids))}
-            texts = {(v["protocol_id"], v["version"]): _protocol(v)
-                     for v in repo.all(listing.versions_of(pids)) if v["steps"]}
+            texts = {(v["protocol_id"], v["version"]): protocol_data(v)
+                     for v in repo.all(listing.versions_in(followed)) if v["steps"]}
         for row in rows:
             text = texts.get((row["protocol_id"], row["protocol_version"]))
             if text is not None:

@@ -4,30 +4,29 @@ the step cache, the run loop), dump, update and delete. Minting is in ``minting`
 from __future__ import annotations
 
 import re
-from typing import cast
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from typing import Any, cast
 
 import numpy as np
 
 from ..domain import errors, markdown
-from ..domain.caller import Caller
+from ..domain.caller import BUILTIN_SPACE, Caller
 from ..domain.errors import ConflictError, KairosError, NotFoundError, ValidationError
 from ..domain.requests import Delete, StepChange, Update
 from ..domain.responses import DeleteResult, ItemResult, ProtocolDump, StepDump, UpdateResult
-from ..domain.texts import MIME_MARKDOWN
+from ..domain.run_data import ProtocolData, step_data
 from ..domain.uris import parse_uri, to_uri, uri_list
-from ..domain.versions import draft_of
+from ..domain.versions import draft_of, protocol_dump, step_dump
 from ..search.documents import DocSpec, protocol_doc
 from ..search.service import SearchService
 from ..store.db import Store
 from ..store.repo import Repo, Row
 from .clock import now
 from .parsing import Parser
-from .step_cache import RunContext, RunSteps, StepCache, step_views
+from .step_cache import RunContext, RunSteps, StepCache
 from .turns import GUARD_ATTEMPTS, in_turn
-from .versions import record_version, version_dump, version_of
-
-BUILTIN_SPACE = "_builtin"
-
+from .versions import followed_version, record_version, version_of
 
 #: A protocol's search document and its vectors (None: queued), made before a write.
 Indexed = tuple[DocSpec, np.ndarray | None]
@@ -48,8 +47,7 @@ class ProtocolService:
         step_id = parse_uri(uri, field)
         step = repo.step(step_id)
         protocol = repo.protocol(step["protocol_id"]) if step else None
-        if step is None or protocol is None or (
-                protocol["space"] != caller.space and not protocol["builtin"]):
+        if step is None or protocol is None or not caller.sees(protocol["space"]):
             raise NotFoundError(f"No protocol step at {uri}.", field=field)
         if writable and protocol["builtin"]:
             raise KairosError(errors.BUILTIN_READ_ONLY,
@@ -64,8 +62,7 @@ class ProtocolService:
         run. The same 404 as ``resolve``."""
         step_id = parse_uri(uri, field)
         loaded = repo.run_context(step_id, nonce)
-        if loaded is None or (loaded[0]["p_space"] != caller.space
-                              and not loaded[0]["p_builtin"]):
+        if loaded is None or not caller.sees(loaded[0]["p_space"]):
             raise NotFoundError(f"No protocol step at {uri}.", field=field)
         found, run = loaded
         protocol_id = found["p_id"]
@@ -75,22 +72,17 @@ class ProtocolService:
         position = (steps.ids.index(step_id) if step_id in steps.ids else found["position"])
         if position is None:
             raise NotFoundError(f"No protocol step at {uri}.", field=field)
-        return RunContext(
-            {"id": step_id, "position": position},
-            {"id": protocol_id, "space": found["p_space"], "builtin": found["p_builtin"],
-             "updated_at": found["p_updated_at"], "version": found["p_version"]},
-            steps, run)
+        return RunContext({"id": step_id, "position": position}, protocol_id, steps, run)
 
     def version_steps(self, repo: Repo, protocol_id: str, version: int) -> RunSteps:
         """The parsed steps of one version of a protocol (cached: versions never change)."""
         steps = self.step_cache.get(protocol_id, version)
         if steps is None:
-            row = repo.version(protocol_id, version)
-            if row is None:
+            found = followed_version(repo, protocol_id, version)
+            if found is None:
                 raise NotFoundError(f"Version {version} of this protocol no longer exists.",
                                     field="uri")
-            steps = RunSteps(version, tuple(s["id"] for s in row["steps"]),
-                             step_views(row["steps"]))
+            steps = RunSteps.of(version, found)
             self.step_cache.put(protocol_id, version, steps)
         return steps
 
@@ -103,42 +95,31 @@ class ProtocolService:
 
     # --- dump ------------------------------------------------------------------------------
 
-    def dump(self, uri: str, caller: Caller, *, protocol: bool = False,
+    def dump(self, uri: str, caller: Caller, *, protocol: bool | None = False,
              version: int | None = None) -> StepDump | ProtocolDump:
-        """A step or the whole protocol, as it is now or as it was at ``version``."""
+        """A step or the whole protocol (``protocol`` None: the whole protocol for its
+        first step, the step's own for another), as it is now or as it was at ``version``."""
         with self.store.read() as repo:
-            step, proto, steps = self.resolve(repo, uri, caller)
-            learned = ([] if self.search is None or not protocol else
-                       [t["text"] for t in self.search.learning.listing(repo.conn, proto["id"])])
+            step, proto, rows = self.resolve(repo, uri, caller)
             if version is not None:
-                return version_dump(repo, version_of(repo, proto["id"], version, uri,
-                                                     "version"), step["id"], protocol, learned)
-        if protocol:
-            draft = draft_of(proto, steps)
-            return {
-                "uri": to_uri(steps[0]["id"]),
-                "chain_label": proto["title"],
-                "tags": proto["tags"],
-                "step_count": len(steps),
-                "steps": [{"uri": to_uri(s["id"]), "label": s["label"]} for s in steps],
-                "triggers": list(draft.triggers),
-                "learned_triggers": learned,
-                "markdown_doc": markdown.render(draft),
-                "version": proto["version"],
-            }
-        return {
-            "uri": to_uri(step["id"]),
-            "label": step["label"],
-            "chain_label": proto["title"],
-            "protocol_uri": to_uri(steps[0]["id"]),
-            "position": step["position"] + 1,
-            "step_count": len(steps),
-            "content": step["content"],
-            "mimeType": MIME_MARKDOWN,
-            "challenge": dict(step["challenge"]),
-            "markdown_doc": markdown.render_step(step["label"], step["content"]),
-            "version": proto["version"],
-        }
+                data = version_of(repo, proto["id"], version, uri, "version")
+                at = next((i for i, s in enumerate(data.steps) if s.id == step["id"]), None)
+            else:  # its text is rendered below, for the whole protocol only
+                at, data = step["position"], ProtocolData(
+                    proto["id"], proto["title"], proto["version"], "", step_data(rows))
+            if not (protocol or (protocol is None and at == 0)):
+                if at is None:
+                    raise NotFoundError(f"Version {version} of this protocol has no step "
+                                        f"{to_uri(step['id'])}.", field="version")
+                return step_dump(data, at)
+            learned = ([] if self.search is None else
+                       [t["text"] for t in self.search.learning.listing(repo.conn, proto["id"])])
+        if version is not None:
+            draft = markdown.parse(data.markdown)[0]
+            return protocol_dump(data, draft.tags, draft.triggers, learned)
+        draft = draft_of(proto, rows)
+        return protocol_dump(replace(data, markdown=markdown.render(draft)), proto["tags"],
+                             draft.triggers, learned)
 
     # --- update and delete -----------------------------------------------------------------
 
@@ -155,13 +136,8 @@ class ProtocolService:
         if req.markdown_doc is None and req.updates is None:
             raise ValidationError("markdown_doc", "markdown_doc or updates")
         change = req.updates or StepChange(label=None, content=None)
-        results: list[ItemResult] = []
-        for uri, doc in zip(targets, docs, strict=True):
-            try:
-                results.append(self._update_one(uri, caller, doc, change))
-            except KairosError as exc:
-                results.append(_failed(uri, exc))
-        ok = sum(r["status"] == "updated" for r in results)
+        results, ok = _batch(targets, lambda i, uri: self._update_one(uri, caller, docs[i],
+                                                                      change), "updated")
         return {"results": results, "total_updated": ok, "total_failed": len(results) - ok}
 
     @in_turn
@@ -190,32 +166,21 @@ class ProtocolService:
             new_step = parsed[0].steps[0]
             edited = {"label": new_step.label, "content": new_step.content,
                       "challenge": new_step.challenge.to_dict()}
-            draft = draft_of(proto, [{**r, **edited} if r["id"] == step["id"] else r
-                                     for r in rows])
-            stamp = now()
+            after = [{**r, **edited} if r["id"] == step["id"] else r for r in rows]
+            draft, stamp = draft_of(proto, after), now()
             indexed = self._indexed(proto, draft, stamp)
             with self.store.write() as repo:
-                if not repo.touch_protocol(proto["id"], proto["updated_at"], stamp,
-                                           tags=draft.tags):
+                if not self._rewrite(repo, proto, draft, after, stamp, indexed):
                     continue  # changed since it was read: edit the new version
                 repo.update_step(step["id"], updated_at=stamp, **edited)
-                record_version(repo, proto, proto["id"], proto["space"], draft,
-                               [{**r, **edited} if r["id"] == step["id"] else r
-                                for r in rows], stamp)
-                self._index(repo, indexed)
             return {"uri": uri, "status": "updated", "label": new_step.label,
                     "challenge": new_step.challenge.to_dict()}
         raise ConflictError(errors.CONFLICT, "The protocol kept changing; retry.", field="uris")
 
     def delete(self, req: Delete, caller: Caller) -> DeleteResult:
-        results: list[ItemResult] = []
-        for uri in uri_list(req.uris):
-            try:
-                results.append({"uri": uri, "status": "deleted",
-                                "removed": self._delete_one(uri, caller, req.protocol)})
-            except KairosError as exc:
-                results.append(_failed(uri, exc))
-        ok = sum(r["status"] == "deleted" for r in results)
+        results, ok = _batch(uri_list(req.uris), lambda _, uri: {
+            "uri": uri, "status": "deleted",
+            "removed": self._delete_one(uri, caller, req.protocol)}, "deleted")
         return {"results": results, "total_deleted": ok, "total_failed": len(results) - ok}
 
     @in_turn
@@ -234,16 +199,24 @@ class ProtocolService:
             draft, stamp = draft_of(proto, rest), now()
             indexed = self._indexed(proto, draft, stamp)
             with self.store.write() as repo:
-                if not repo.touch_protocol(proto["id"], proto["updated_at"], stamp,
-                                           tags=draft.tags):
+                if not self._rewrite(repo, proto, draft, rest, stamp, indexed):
                     continue
                 repo.delete_steps([step["id"]])
                 for pos, s in enumerate(rest):
                     repo.update_step(s["id"], position=pos)
-                record_version(repo, proto, proto["id"], proto["space"], draft, rest, stamp)
-                self._index(repo, indexed)
             return [uri]
         raise ConflictError(errors.CONFLICT, "The protocol kept changing; retry.", field="uris")
+
+    def _rewrite(self, repo: Repo, proto: Row, draft: markdown.ProtocolDraft,
+                 rows: Sequence[Row | dict[str, Any]], stamp: str, indexed: Indexed | None
+                 ) -> bool:
+        """Stamp the protocol, record its version with steps ``rows`` and index it; False,
+        with nothing written, when it changed since ``proto`` was read."""
+        if not repo.touch_protocol(proto["id"], proto["updated_at"], stamp, tags=draft.tags):
+            return False
+        record_version(repo, proto, proto["id"], proto["space"], draft, rows, stamp)
+        self._index(repo, indexed)
+        return True
 
     def _indexed(self, proto: Row, draft: markdown.ProtocolDraft, stamp: str
                  ) -> Indexed | None:
@@ -258,10 +231,15 @@ class ProtocolService:
             self.search.index(repo, [indexed[0]], indexed[1])
 
 
-def _failed(uri: str, exc: KairosError) -> ItemResult:
-    """A batch's result for a uri that failed: the error's fields."""
-    return cast(ItemResult, {"uri": uri, "status": "error", **exc.to_dict()})
-
-
+def _batch(uris: list[str], one: Callable[[int, str], ItemResult], status: str
+           ) -> tuple[list[ItemResult], int]:
+    """Each uri's result (a failure's: the error's fields) and how many are ``status``."""
+    results: list[ItemResult] = []
+    for i, uri in enumerate(uris):
+        try:
+            results.append(one(i, uri))
+        except KairosError as exc:
+            results.append(cast(ItemResult, {"uri": uri, "status": "error", **exc.to_dict()}))
+    return results, sum(r["status"] == status for r in results)
 
 __all__ = ["BUILTIN_SPACE", "Indexed", "ProtocolService"]

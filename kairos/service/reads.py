@@ -40,7 +40,8 @@ from ..search.snippets import truncate
 from ..store import reads
 from ..store.db import Store
 from ..store.repo import Repo, Row
-from .protocols import BUILTIN_SPACE, ProtocolService
+from .protocols import ProtocolService
+from .versions import followed_version
 
 HOME_ITEMS = 5  # protocols and runs on the home page
 PREVIEW_LEN = 240
@@ -112,6 +113,12 @@ def _chain(run: Row, records: list[dict[str, Any]]) -> tuple[int, Broken | None]
         return checked, _broken(len(records), None,
                                 "the run's head does not match its last proof")
     return checked, None
+
+
+def _verification(run: Row, records: list[dict[str, Any]]) -> Verification:
+    checked, broken = _chain(run, records)
+    return {"run_id": run["id"], "valid": broken is None, "proofs": checked,
+            "proven": bool(run["proven"]), "head": run["head"], "first_broken": broken}
 
 
 class ReadService:
@@ -222,23 +229,20 @@ class ReadService:
             return run, proof_records(repo, run["id"])
 
     def verify(self, run_id: str, caller: Caller) -> Verification:
-        run, records = self._records(run_id, caller)
-        checked, broken = _chain(run, records)
-        return {"run_id": run["id"], "valid": broken is None, "proofs": checked,
-                "proven": bool(run["proven"]), "head": run["head"], "first_broken": broken}
+        return _verification(*self._records(run_id, caller))
 
     def proof_log(self, run_id: str, caller: Caller) -> ProofLog:
         run, records = self._records(run_id, caller)
         return {"run_id": run["id"], "proofs": records}
 
-    def run(self, run_id: str, caller: Caller) -> RunDetail:
-        """One run: its protocol, steps, and proof chain with every link checked."""
+    def run(self, run_id: str, caller: Caller) -> tuple[RunDetail, Verification]:
+        """One run: its protocol, steps, and proof chain with every link checked; and the
+        chain's verdict as ``verify`` gives it, from the same read."""
         with self.store.read() as repo:
             run = own_run(repo, run_id, caller)
-            version = repo.version(run["protocol_id"], run["protocol_version"])
-            steps = [{**s, "position": i} for i, s in enumerate(version["steps"])
-                     ] if version is not None else []
+            version = followed_version(repo, run["protocol_id"], run["protocol_version"])
             records = proof_records(repo, run["id"])
+        steps = version.steps if version is not None else ()
         _, first_broken = _chain(run, records)
         links: list[Link] = []
         previous, failed = GENESIS_HASH, False
@@ -260,17 +264,15 @@ class ReadService:
             stored = rec.get("proof_hash")
             previous = stored if isinstance(stored, str) else ""
         proven_at = {rec.get("step_index") for rec in records}
-        return {
+        detail: RunDetail = {
             "run_id": run["id"], "status": run["status"], "outcome": run["outcome"],
             "message": run["message"], "caller": run["caller"],
             "step": run["step_index"] + 1, "retry_count": run["retry_count"],
             "created_at": run["created_at"], "updated_at": run["updated_at"],
             "protocol": None if version is None else {
-                "uri": to_uri(steps[0]["id"]) if steps else None,
-                "chain_label": version["title"]},
-            "steps": [{"uri": to_uri(s["id"]), "position": s["position"] + 1,
-                       "label": s["label"], "proven": s["position"] in proven_at}
-                      for s in steps],
+                "uri": steps[0].uri if steps else None, "chain_label": version.title},
+            "steps": [{"uri": s.uri, "position": i + 1, "label": s.label, "proven": i in proven_at}
+                      for i, s in enumerate(steps)],
             "proven": bool(run["proven"]),
             "head": run["head"],
             "verification": {"valid": first_broken is None, "proofs": len(records),
@@ -278,6 +280,7 @@ class ReadService:
             "links": links,
             "protocol_version": run["protocol_version"], "chain_rule": run["chain_rule"],
         }
+        return detail, _verification(run, records)
 
     # --- entries ---------------------------------------------------------------------------
 
@@ -323,7 +326,7 @@ class ReadService:
         prefix = found.group(1)
         if len(prefix) == UUID_CHARS:  # a whole id: the use case checks it
             return to_uri(prefix) if kind == "step" else prefix
-        spaces = [caller.space, BUILTIN_SPACE] if kind == "step" else [caller.space]
+        spaces = caller.visible_spaces if kind == "step" else (caller.space,)
         with self.store.read() as repo:
             ids = [row["id"] for row in repo.all(reads.ids_starting(kind, prefix, spaces))]
         if not ids:

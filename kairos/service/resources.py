@@ -5,15 +5,14 @@ guide and speaks the protocol."""
 
 from __future__ import annotations
 
-import json
-from typing import Any, TypedDict, cast
+from typing import Any, TypedDict
 
 from ..domain import resources as res
 from ..domain.caller import Caller
 from ..domain.errors import NotFoundError
+from ..domain.jsontext import pretty
 from ..domain.limits import RESOURCE_PAGE
 from ..domain.requests import ReadEntries
-from ..domain.responses import ProtocolDump, StepDump
 from ..domain.texts import MIME_MARKDOWN
 from ..domain.uris import to_uri
 from ..store import listing
@@ -22,7 +21,7 @@ from ..store.repo import Repo, Row
 from .bundles import BundleService
 from .entries import EntryService
 from .protocols import ProtocolService
-from .reads import ReadService
+from .reads import ReadService, own_run
 
 
 class ResourceItem(TypedDict):
@@ -70,10 +69,6 @@ def _section(repo: Repo, section: str, space: str, after: tuple[str, str] | None
     return items, key
 
 
-def _json(body: Any) -> str:
-    return json.dumps(body, ensure_ascii=False, indent=2)
-
-
 class ResourceService:
     def __init__(self, store: Store, protocols: ProtocolService, entries: EntryService,
                  reads: ReadService, bundles: BundleService) -> None:
@@ -110,46 +105,52 @@ class ResourceService:
                 after = None
         return {"resources": items, "next_cursor": next_cursor}
 
-    def _text(self, uri: str, caller: Caller, version: int | None) -> StepDump | ProtocolDump:
-        """The step ``uri`` names at ``version`` (None: the current one): the whole
-        protocol's dump for its first step, the step's own for another."""
-        step = cast(StepDump, self.protocols.dump(uri, caller, version=version))
-        if step["position"] != 1:
-            return step
-        return self.protocols.dump(uri, caller, protocol=True, version=version)
-
     def read(self, uri: str, caller: Caller) -> ResourceText:
         """The resource ``uri`` names, as text. Another space's record, a deleted one and
         an unknown id all answer the same ``NOT_FOUND``."""
         ref = res.parse_resource(uri)
         try:
             if ref.kind == res.PROTOCOL:
-                dump = self._text(to_uri(str(ref.id)), caller, ref.version)
+                dump = self.protocols.dump(to_uri(str(ref.id)), caller, protocol=None,
+                                           version=ref.version)
                 return {"uri": uri, "mime_type": MIME_MARKDOWN, "text": dump["markdown_doc"]}
             if ref.kind == res.ENTRY:
                 found = self.entries.read_entries(ReadEntries(ids=[str(ref.id)]), caller)
                 if not found["entries"]:
                     raise res.unknown(uri)
                 return {"uri": uri, "mime_type": res.MIME_JSON,
-                        "text": _json(found["entries"][0])}
+                        "text": pretty(found["entries"][0])}
             if ref.kind == res.RUN:
                 return {"uri": uri, "mime_type": res.MIME_JSON,
-                        "text": _json(self.run(str(ref.id), caller))}
+                        "text": pretty(self.run(str(ref.id), caller))}
             if ref.kind == res.BUNDLE:
                 return {"uri": uri, "mime_type": res.MIME_JSON,
-                        "text": _json(self.bundles.export(str(ref.id), caller))}
+                        "text": pretty(self.bundles.export(str(ref.id), caller))}
         except NotFoundError as exc:
             if exc.field == "version":
                 raise
             raise res.unknown(uri) from None
         raise res.unknown(uri)  # the guide is the surface's
 
+    def check(self, uri: str, caller: Caller) -> None:
+        """``NOT_FOUND`` as ``read`` answers it, for a resource the caller may not read;
+        a run or its bundle is checked without being read in full."""
+        ref = res.parse_resource(uri)
+        if ref.kind not in (res.RUN, res.BUNDLE):
+            self.read(uri, caller)
+            return
+        try:
+            with self.store.read() as repo:
+                own_run(repo, str(ref.id), caller)
+        except NotFoundError:
+            raise res.unknown(uri) from None
+
     def run(self, run_id: str, caller: Caller) -> dict[str, Any]:
         """A run, its proofs (each with ``proof_hash``) and the chain's verdict."""
-        run = self.reads.run(run_id, caller)
+        run, verdict = self.reads.run(run_id, caller)
         detail = {k: v for k, v in run.items() if k not in ("links", "verification")}
         return {**detail, "proofs": [link["record"] for link in run["links"]],
-                "verify": self.reads.verify(run_id, caller)}
+                "verify": verdict}
 
 
 __all__ = ["ResourceItem", "ResourcePage", "ResourceService", "ResourceText"]

@@ -11,7 +11,7 @@ written last, in one lock order (``store.counts``).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from ..domain import engine, errors, limits
 from ..domain.caller import Caller
@@ -28,10 +28,10 @@ from ..store.repo import Repo
 from .clock import new_nonce, now
 from .protocols import ProtocolService, RunContext, RunSteps
 from .reads import own_run
+from .versions import followed_version
 
 _SWAP_ATTEMPTS = 5
 _COUNTERS = {"success": "successes", "failure": "failures"}
-_FROM_RUN: Any = object()
 T = TypeVar("T")
 
 #: A run as the run loop reads it: a row of ``runs`` (a mapping of its columns).
@@ -105,17 +105,14 @@ class RunService:
     def begin(self, uri: str, caller: Caller) -> StepResult:
         with self.store.write() as repo:
             ctx = self.protocols.run_context(repo, uri, caller)
-            proto = ctx.protocol
             run_id, nonce, stamp = new_id(), new_nonce(), now()
             state, response = engine.begin(ctx.steps.views, ctx.step["position"], run_id, nonce)
-            repo.insert_run(id=run_id, space=caller.space, protocol_id=proto["id"],
+            repo.insert_run(id=run_id, space=caller.space, protocol_id=ctx.protocol_id,
                             caller=caller.id, created_at=stamp,
                             protocol_version=ctx.steps.version, chain_rule=NEW_RUN_RULE,
                             **_state_values(state, stamp))
             repo.insert_nonce(nonce, run_id, 0, 1, stamp)
-            if proto["builtin"]:  # a built-in's statistics are kept per space that runs it
-                repo.create_metrics(proto["id"], caller.space, ctx.steps.ids)
-            counts = Counts(proto["id"], caller.space, ctx.steps.version)
+            counts = Counts(ctx.protocol_id, caller.space, ctx.steps.version)
             counts.add(runs=1, last_run_at=stamp)
             repo.count(counts)
         return response
@@ -143,8 +140,8 @@ class RunService:
                         f"{refused_at + 1}. Call kairos_begin with {to_uri(ctx.steps.ids[0])} "
                         "to start one.", field="uri")
                 counts = _counts(run)
-                response = self._judge(repo, run, self._steps(repo, ctx, run), solution, uri,
-                                       "kairos_next", counts)
+                response, _, _ = self._judge(repo, run, self._steps(repo, ctx, run), solution,
+                                             uri, "kairos_next", counts)
                 repo.count(counts)
                 assert response is not None  # the step after the one answered: never past
                 return response              # the last
@@ -172,21 +169,19 @@ class RunService:
                         f"No run of this protocol to attest for this caller. Call kairos_begin "
                         f"with {to_uri(ctx.steps.ids[0])} first.", field="uri")
                 counts = _counts(run)
-                counted_before = _counted(run)
+                counted_before, proofs = _counted(run), None
                 if solution is not None:
                     if run["challenge"] is None:
                         raise ValidationError(
                             "solution", "no solution: every step of this run is already proven")
-                    judged = self._judge(repo, run, self._steps(repo, ctx, run), solution,
-                                         uri, "kairos_attest", counts)
-                    if judged is not None and "error_code" in judged:
+                    judged, run, proofs = self._judge(repo, run, self._steps(repo, ctx, run),
+                                                      solution, uri, "kairos_attest", counts)
+                    if proofs is None:  # refused: the answer is the refusal
                         repo.count(counts)
-                        return judged
-                    run = repo.run(run["id"])
-                    assert run is not None
+                        return cast(StepResult, judged)
                 return self.record_outcome(repo, run, ctx.step["id"], req.outcome,
                                            req.message, req.quality_bonus, req.llm_model_id,
-                                           counts, counted_before)
+                                           counts, counted_before, proofs)
 
         return _retrying(record, "attesting")
 
@@ -205,26 +200,25 @@ class RunService:
                 if closed is not None:
                     raise ConflictError(errors.CONFLICT, f"Run {run['id']} {closed}; there is "
                                         "nothing to abort.", field="run_id")
-                version = repo.version(run["protocol_id"], run["protocol_version"])
+                version = followed_version(repo, run["protocol_id"], run["protocol_version"])
                 if version is None:
                     raise NotFoundError(f"The protocol of run {run['id']} no longer exists.",
                                         field="run_id")
-                steps = version["steps"]
-                step = steps[min(run["step_index"], len(steps) - 1)]
-                return self.record_outcome(repo, run, step["id"], "failure", reason, 0.0,
-                                           None, _counts(run))
+                step = version.steps[min(run["step_index"], len(version.steps) - 1)]
+                return self.record_outcome(repo, run, step.id, "failure", reason, 0.0, None,
+                                           _counts(run), _counted(run))
 
         return _retrying(record, "aborting")
 
     def record_outcome(self, repo: Repo, run: RunRow, step_id: str, outcome: Outcome,
                        message: str, bonus: float, model: str | None, counts: Counts,
-                       counted_before: Any = _FROM_RUN) -> AttestResult:
+                       counted_before: str | None, proofs: int | None = None
+                       ) -> AttestResult:
         """Record the outcome of ``run`` (as read in this write), attested at ``step_id``,
         if the run is still as read; else raise ``_Lost``. The protocol's counters move
-        from what the run counted as before (``counted_before``, by default what ``run``
-        counts as) to what it counts as now (see ``_counted``); ``counts`` is written."""
-        if counted_before is _FROM_RUN:
-            counted_before = _counted(run)
+        from what the run counted as before (``counted_before``) to what it counts as now
+        (see ``_counted``); ``counts`` is written. ``proofs``: the run's proof count when
+        this write already knows it."""
         stamp = now()
         failed_step = step_id if outcome == "failure" else None
         if not repo.swap_run(run, status=engine.FINISHED, outcome=outcome,
@@ -265,7 +259,7 @@ class RunService:
             "quality_bonus": bonus,
             "llm_model_id": model,
             "proof_hash": run["head"],
-            "proofs": repo.proof_count(run["id"]),
+            "proofs": repo.proof_count(run["id"]) if proofs is None else proofs,
             "rated_at": stamp,
             "next_action": "Run finished. Report the outcome to the user.",
         }
@@ -289,7 +283,7 @@ class RunService:
         A nonce names a run of the caller's space only. A nonce that its run no longer
         waits for (answered, or superseded by a refusal) is spent: it changes nothing
         and is refused, so an old nonce read from a proof log cannot rotate the live one."""
-        protocol_id = ctx.protocol["id"]
+        protocol_id = ctx.protocol_id
         if ctx.run is not None and ctx.run["space"] == caller.space:
             run = repo.locked_run(ctx.run) if locked else ctx.run
             if run is None:
@@ -311,10 +305,11 @@ class RunService:
         return run
 
     def _judge(self, repo: Repo, run: RunRow, loaded: RunSteps, solution: Any, sent_uri: str,
-               tool: str, counts: Counts) -> StepResult | None:
+               tool: str, counts: Counts) -> tuple[StepResult | None, RunRow, int | None]:
         """Answer the run's pending challenge: the step to show next (a refusal: the
-        same step, with a fresh challenge), None once the last step is proven; ``_Lost``
-        when another writer won the run."""
+        same step, with a fresh challenge; None once the last step is proven), the run as
+        written, and its proof count (None: refused); ``_Lost`` when another writer won
+        the run."""
         steps = loaded.views
         state = _state(run)
         if state.challenge is None or state.step_index >= len(steps):
@@ -332,7 +327,8 @@ class RunService:
                      and run["status"] == engine.ACTIVE and run["outcome"] is None)
         if completes:
             values["outcome"] = "success"
-        if not repo.swap_run(run, **values):
+        swapped = repo.swap_run(run, **values)
+        if swapped is None:
             raise _Lost
         step_id = loaded.ids[state.step_index]
         if decision.state.challenge is not None:
@@ -340,9 +336,10 @@ class RunService:
                               decision.state.attempt, stamp)
         if isinstance(decision, engine.Refused):
             counts.step(step_id, refused=1)
-            return decision.response
-        repo.insert_proof(run["id"], repo.proof_count(run["id"]), decision.record, stamp)
+            return decision.response, swapped, None
+        seq = repo.proof_count(run["id"])
+        repo.insert_proof(run["id"], seq, decision.record, stamp)
         counts.step(step_id, accepted=1)
         if completes:
             counts.add(last_outcome="success", last_run_at=stamp)
-        return decision.response
+        return decision.response, swapped, seq + 1

@@ -4,20 +4,12 @@ process (``StepCache``), and what one call of the run loop loads."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ..domain.challenge import from_issued
 from ..domain.engine import StepView
-from ..domain.uris import to_uri
-
-
-def step_views(rows: Sequence[Mapping[Any, Any]]) -> list[StepView]:
-    """The run engine's view of stored steps (in order)."""
-    return [StepView(to_uri(r["id"]), r["content"], from_issued(dict(r["challenge"])),
-                     r["label"]) for r in rows]
-
+from ..domain.run_data import ProtocolData
 
 #: How many protocol versions' parsed steps a process keeps for the run loop.
 STEP_CACHE_SIZE = 512
@@ -32,6 +24,12 @@ class RunSteps:
     ids: tuple[str, ...]
     views: list[StepView]
 
+    @classmethod
+    def of(cls, number: int, version: ProtocolData) -> RunSteps:
+        return cls(number, tuple(s.id for s in version.steps),
+                   [StepView(s.uri, s.content, from_issued(dict(s.challenge)), s.label)
+                    for s in version.steps])
+
 
 @dataclass(frozen=True)
 class RunContext:
@@ -40,7 +38,7 @@ class RunContext:
     run; then the current version's), and that run."""
 
     step: dict[str, Any]       # id, position (in ``steps``)
-    protocol: dict[str, Any]   # id, space, builtin, updated_at, version (the current one)
+    protocol_id: str
     steps: RunSteps
     run: dict[str, Any] | None
 
@@ -64,4 +62,4 @@ class StepCache:
             self._entries[(protocol_id, version)] = steps
 
 
-__all__ = ["STEP_CACHE_SIZE", "RunContext", "RunSteps", "StepCache", "step_views"]
+__all__ = ["STEP_CACHE_SIZE", "RunContext", "RunSteps", "StepCache"]

@@ -1,5 +1,5 @@
-"""Protocol versions: the version a change of a protocol makes, the versions of one
-protocol with their statistics, a version as ``kairos_dump`` shows it, and the diff of two."""
+"""Protocol versions: the version a change of a protocol makes, the one a run follows, the
+versions of one protocol with their statistics, and the diff of two."""
 
 from __future__ import annotations
 
@@ -9,8 +9,7 @@ from typing import TYPE_CHECKING, Any
 from ..domain import markdown
 from ..domain.caller import Caller
 from ..domain.errors import NotFoundError
-from ..domain.responses import ProtocolDump, StepDump
-from ..domain.texts import MIME_MARKDOWN
+from ..domain.run_data import ProtocolData, protocol_data
 from ..domain.uris import to_uri
 from ..domain.versions import (
     VersionDiff,
@@ -52,36 +51,21 @@ def record_version(repo: Repo, protocol: Row | None, pid: str, space: str,
     return number
 
 
-def version_of(repo: Repo, protocol_id: str, number: int, uri: str, field: str) -> Row:
+def followed_version(repo: Repo, protocol_id: str, number: int) -> ProtocolData | None:
+    """Version ``number`` of a protocol (the one a run follows) as stored when it was
+    made. None when this store does not hold it: a version is kept while a run follows it,
+    so only a run imported without one has none."""
     found = repo.version(protocol_id, number)
+    return None if found is None else protocol_data(found)
+
+
+def version_of(repo: Repo, protocol_id: str, number: int, uri: str, field: str
+               ) -> ProtocolData:
+    """``followed_version``, asked for by a caller: one not held answers 404 on ``field``."""
+    found = followed_version(repo, protocol_id, number)
     if found is None:
         raise NotFoundError(f"No version {number} of the protocol at {uri}.", field=field)
     return found
-
-
-def version_dump(repo: Repo, version: Row, step_id: str, whole: bool,
-                 learned: list[str]) -> StepDump | ProtocolDump:
-    """``kairos_dump`` of one version: the seed's shape, from the version's own text."""
-    steps = version["steps"]
-    uri = to_uri(steps[0]["id"])
-    if whole:
-        draft = markdown.parse(version["markdown"])[0]
-        return {"uri": uri, "chain_label": version["title"], "tags": list(draft.tags),
-                "step_count": len(steps),
-                "steps": [{"uri": to_uri(s["id"]), "label": s["label"]} for s in steps],
-                "triggers": list(draft.triggers), "learned_triggers": learned,
-                "markdown_doc": version["markdown"], "version": version["version"]}
-    at = next((i for i, s in enumerate(steps) if s["id"] == step_id), None)
-    if at is None:
-        raise NotFoundError(f"Version {version['version']} of this protocol has no step "
-                            f"{to_uri(step_id)}.", field="version")
-    step = steps[at]
-    return {"uri": to_uri(step_id), "label": step["label"], "chain_label": version["title"],
-            "protocol_uri": uri, "position": at + 1, "step_count": len(steps),
-            "content": step["content"], "mimeType": MIME_MARKDOWN,
-            "challenge": dict(step["challenge"]),
-            "markdown_doc": markdown.render_step(step["label"], step["content"]),
-            "version": version["version"]}
 
 
 class VersionService:
@@ -114,12 +98,12 @@ class VersionService:
             _, proto, steps = self.protocols.resolve(repo, req.uri, caller)
             old = version_of(repo, proto["id"], req.from_version, req.uri, "from")
             new = version_of(repo, proto["id"], req.to_version, req.uri, "to")
-        text = unified_diff(old["markdown"], new["markdown"], f"version {old['version']}",
-                            f"version {new['version']}")
+        text = unified_diff(old.markdown, new.markdown, f"version {old.version}",
+                            f"version {new.version}")
         return {"uri": to_uri(steps[0]["id"]), "chain_label": proto["title"],
-                "from_version": old["version"], "to_version": new["version"],
-                "from_hash": old["content_hash"], "to_hash": new["content_hash"],
+                "from_version": old.version, "to_version": new.version,
+                "from_hash": old.content_hash, "to_hash": new.content_hash,
                 "diff": text, "lines": diff_lines(text)}
 
 
-__all__ = ["VersionService", "record_version", "version_dump", "version_of"]
+__all__ = ["VersionService", "followed_version", "record_version", "version_of"]

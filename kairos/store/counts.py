@@ -11,7 +11,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import bindparam, select, update
+from sqlalchemy import and_, bindparam, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 from sqlalchemy.sql import Executable
@@ -56,13 +56,14 @@ class Counts:
 
 def apply(conn: Connection, counts: Counts) -> None:
     """Write ``counts``: the steps' rows in order of id, then the protocol's row (read
-    under its lock when a model's counts change, since ``per_model`` is one JSON value)."""
-    base = {"b_space": counts.space}
+    under its lock when a model's counts change, since ``per_model`` is one JSON value),
+    then the version's. A row not made yet (a built-in protocol's first run in a space, a
+    version's first run) is made as it is first counted."""
+    mine = {"protocol_id": counts.protocol_id, "space": counts.space}
     for step_id in sorted(counts.steps):
         deltas = {k: v for k, v in counts.steps[step_id].items() if v}
         if deltas:
-            conn.execute(_bump("step", tuple(deltas)),
-                         {**base, "b_id": step_id, **{f"d_{k}": v for k, v in deltas.items()}})
+            _count(conn, "step", {"step_id": step_id, "space": counts.space}, deltas, mine)
     values = dict(counts.protocol)
     if any(any(d.values()) for d in counts.models.values()):
         m = schema.protocol_metrics.c
@@ -71,60 +72,60 @@ def apply(conn: Connection, counts: Counts) -> None:
             .with_for_update()).first()
         per_model = {k: dict(v) for k, v in (row[0] if row else {}).items()}
         for model, deltas in counts.models.items():
-            mine = per_model.setdefault(model, {})
+            by_outcome = per_model.setdefault(model, {})
             for outcome, delta in deltas.items():
-                mine[outcome] = mine.get(outcome, 0) + delta
+                by_outcome[outcome] = by_outcome.get(outcome, 0) + delta
         values["per_model"] = per_model
     if values:
-        params = {f"d_{k}" if k in PROTOCOL_COUNTERS else f"v_{k}": v for k, v in values.items()}
-        conn.execute(_bump("protocol", tuple(values)),
-                     {**base, "b_id": counts.protocol_id, **params})
+        _count(conn, "protocol", mine, values, {"per_model": {}})
     deltas = {k: v for k, v in counts.protocol.items() if k in PROTOCOL_COUNTERS and v}
     if counts.version is not None and deltas:
-        bump = ({**base, "b_id": counts.protocol_id, "b_version": counts.version,
-                 **{f"d_{k}": v for k, v in deltas.items()}})
-        if not conn.execute(_bump("version", tuple(deltas)), bump).rowcount:
-            conn.execute(_new_version_row(conn.dialect.name), {
-                "protocol_id": counts.protocol_id, "version": counts.version,
-                "space": counts.space, "runs": 0, "successes": 0, "failures": 0,
-                "quality_bonus": 0.0})
-            conn.execute(_bump("version", tuple(deltas)), bump)
+        _count(conn, "version", {**mine, "version": counts.version}, deltas, {})
 
 
-def _new_version_row(dialect: str) -> Executable:
-    """The INSERT of a version's first statistics row; a replica that made it first wins."""
-    stmt = _BUMPS.get(("version-row", (dialect,)))
-    if stmt is None:
-        insert_ = postgresql.insert if dialect == "postgresql" else sqlite.insert
-        stmt = _BUMPS[("version-row", (dialect,))] = (
-            insert_(schema.version_metrics).on_conflict_do_nothing())
-    return stmt
+#: Each statistics table, and the columns that name one of its rows.
+_TABLES = {"protocol": (schema.protocol_metrics, ("protocol_id", "space")),
+           "step": (schema.step_metrics, ("step_id", "space")),
+           "version": (schema.version_metrics, ("protocol_id", "version", "space"))}
+
+
+def _count(conn: Connection, table: str, row: dict[str, Any], values: dict[str, Any],
+           new: dict[str, Any]) -> None:
+    """Add ``values`` to the counters of ``row`` in ``table`` (set the protocol's other
+    columns). A row not made yet is made first, with ``new`` and its counters at their
+    defaults: a replica that made it first wins, and this one then adds to it."""
+    stmt = _bump(table, tuple(values))
+    params = {**{f"b_{k}": v for k, v in row.items()},
+              **{f"v_{k}" if _sets(table, k) else f"d_{k}": v for k, v in values.items()}}
+    if conn.execute(stmt, params).rowcount:
+        return
+    insert = _BUMPS.get((f"new {table}", (conn.dialect.name,)))
+    if insert is None:
+        insert_ = postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert
+        insert = _BUMPS[(f"new {table}", (conn.dialect.name,))] = (
+            insert_(_TABLES[table][0]).on_conflict_do_nothing())
+    conn.execute(insert, {**new, **row})
+    conn.execute(stmt, params)
+
+
+def _sets(table: str, column: str) -> bool:
+    """Whether ``column`` is set rather than added to: the protocol's last outcome, its
+    time and its per-model counts."""
+    return table == "protocol" and column not in PROTOCOL_COUNTERS
 
 
 def _bump(table: str, keys: tuple[str, ...]) -> Executable:
-    """The UPDATE that adds ``d_<key>`` to each counter and sets ``v_<key>`` to each other
-    column of ``keys`` (one statement per table and set of keys, built on first use: the
-    run loop runs a handful per call, and building one costs more than running it)."""
+    """The UPDATE of the row named by ``b_<column>`` that adds ``d_<key>`` to each counter
+    of ``keys`` and sets ``v_<key>`` to each other column (one statement per table and set
+    of keys, built on first use: the run loop runs a handful per call, and building one
+    costs more than running it)."""
     stmt = _BUMPS.get((table, keys))
     if stmt is None:
-        if table == "protocol":
-            c = schema.protocol_metrics.c
-            where = (c.protocol_id == bindparam("b_id")) & (c.space == bindparam("b_space"))
-            values = {k: (getattr(c, k) + bindparam(f"d_{k}") if k in PROTOCOL_COUNTERS
-                          else bindparam(f"v_{k}", type_=getattr(c, k).type)) for k in keys}
-            stmt = update(schema.protocol_metrics).where(where).values(values)
-        elif table == "version":
-            v = schema.version_metrics.c
-            stmt = update(schema.version_metrics).where(
-                (v.protocol_id == bindparam("b_id")) & (v.version == bindparam("b_version"))
-                & (v.space == bindparam("b_space"))).values(
-                {k: getattr(v, k) + bindparam(f"d_{k}") for k in keys})
-        else:
-            s = schema.step_metrics.c
-            where = (s.step_id == bindparam("b_id")) & (s.space == bindparam("b_space"))
-            stmt = update(schema.step_metrics).where(where).values(
-                {k: getattr(s, k) + bindparam(f"d_{k}") for k in keys})
-        _BUMPS[(table, keys)] = stmt
+        t, names = _TABLES[table]
+        stmt = _BUMPS[(table, keys)] = update(t).where(
+            and_(*(t.c[n] == bindparam(f"b_{n}") for n in names))).values(
+            {k: bindparam(f"v_{k}", type_=t.c[k].type) if _sets(table, k)
+             else t.c[k] + bindparam(f"d_{k}") for k in keys})
     return stmt
 
 

@@ -52,11 +52,9 @@ def entries_after(kind: str, space: str, after: str | None, limit: int) -> Selec
 def finished_runs(space: str, after: tuple[str, str] | None, limit: int, *,
                   protocol_id: str | None = None, outcome: str | None = None) -> Select[Any]:
     """Up to ``limit`` runs of ``space`` with an outcome past the key ``(created_at, id)``,
-    oldest first, each with its protocol's title (null once the protocol is deleted)."""
-    r, p = schema.runs.c, schema.protocols.c
-    q = (select(schema.runs, p.title.label("protocol_title"))
-         .outerjoin(schema.protocols, p.id == r.protocol_id)
-         .where(r.space == space, r.outcome.is_not(None)))
+    oldest first."""
+    r = schema.runs.c
+    q = select(schema.runs).where(r.space == space, r.outcome.is_not(None))
     if protocol_id is not None:
         q = q.where(r.protocol_id == protocol_id)
     if outcome is not None:
@@ -67,21 +65,24 @@ def finished_runs(space: str, after: tuple[str, str] | None, limit: int, *,
 
 
 def proofs_of(run_ids: Sequence[str]) -> Select[Any]:
+    """The runs' proof records with their hashes, in order."""
     pr = schema.proofs.c
-    return select(schema.proofs).where(pr.run_id.in_(list(run_ids))).order_by(pr.run_id, pr.seq)
+    return (select(pr.run_id, pr.record, pr.proof_hash).where(pr.run_id.in_(list(run_ids)))
+            .order_by(pr.run_id, pr.seq))
 
 
 def attestations_of(run_ids: Sequence[str]) -> Select[Any]:
+    """What a dataset takes of the runs' attestations: the step and the model, in order."""
     a = schema.attestations.c
-    return select(schema.attestations).where(a.run_id.in_(list(run_ids))).order_by(a.id)
+    return (select(a.run_id, a.step_uri, a.llm_model_id).where(a.run_id.in_(list(run_ids)))
+            .order_by(a.id))
 
 
-
-
-def versions_of(protocol_ids: Sequence[str]) -> Select[Any]:
-    """Every stored version of the protocols ``protocol_ids``."""
+def versions_in(keys: Sequence[tuple[str, int]]) -> Select[Any]:
+    """The stored protocol versions named by ``(protocol_id, version)`` keys."""
     v = schema.protocol_versions.c
-    return select(schema.protocol_versions).where(v.protocol_id.in_(list(protocol_ids)))
+    return (select(v.protocol_id, v.version, v.title, v.markdown, v.steps)
+            .where(tuple_(v.protocol_id, v.version).in_(list(keys))))
 
 
 def steps_beside(step_ids: Sequence[str], space: str) -> Select[Any]:
@@ -93,4 +94,4 @@ def steps_beside(step_ids: Sequence[str], space: str) -> Select[Any]:
 
 
 __all__ = ["attestations_of", "builtin_protocols", "entries_after", "finished_runs",
-           "proofs_of", "protocols_after", "steps_beside", "versions_of"]
+           "proofs_of", "protocols_after", "steps_beside", "versions_in"]

@@ -10,6 +10,7 @@ of its runs with an outcome were proven; a run's protocol title, step count and 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -148,7 +149,7 @@ def latest_attestation(run_id: str) -> Select[Any]:
             .where(a.run_id == run_id).order_by(a.id.desc()).limit(1))
 
 
-def ids_starting(kind: str, prefix: str, spaces: list[str], limit: int = 2) -> Select[Any]:
+def ids_starting(kind: str, prefix: str, spaces: Sequence[str], limit: int = 2) -> Select[Any]:
     """Up to ``limit`` ids of the steps (``kind`` "step") or runs of ``spaces`` that start
     with ``prefix`` (hex digits and hyphens: nothing LIKE would read as a wildcard)."""
     table = schema.steps if kind == "step" else schema.runs

@@ -24,8 +24,6 @@ Row = RowMapping
 # columns named by the other keys of the parameters it is executed with.
 
 _PROTOCOL_CONTEXT = (schema.protocols.c.id.label("p_id"), schema.protocols.c.space.label("p_space"),
-                     schema.protocols.c.builtin.label("p_builtin"),
-                     schema.protocols.c.updated_at.label("p_updated_at"),
                      schema.protocols.c.version.label("p_version"))
 #: A step with its protocol (and the protocol's current version), and the run that issued
 #: ``nonce`` (NULLs when none).
@@ -95,12 +93,6 @@ class Repo:
                                       schema.protocols.c.title_key == title_key)
         return self.conn.execute(q).mappings().first()
 
-    def protocols_in(self, space: str, *, builtin: bool | None = None) -> list[Row]:
-        q = select(schema.protocols).where(schema.protocols.c.space == space)
-        if builtin is not None:
-            q = q.where(schema.protocols.c.builtin == builtin)
-        return list(self.conn.execute(q.order_by(schema.protocols.c.created_at)).mappings())
-
     def insert_protocol(self, **values: Any) -> None:
         self.conn.execute(insert(schema.protocols).values(**values))
 
@@ -162,7 +154,7 @@ class Repo:
                     ) -> tuple[dict[str, Any], dict[str, Any] | None] | None:
         """One query for the run loop: the step (``id``, ``position``; position None when
         the protocol's current version has no such step) with its protocol's ``p_id``,
-        ``p_space``, ``p_builtin``, ``p_updated_at`` and ``p_version``; and the run that
+        ``p_space`` and ``p_version``; and the run that
         issued ``nonce``, if any. None: no such step in the protocol or the run."""
         row = self.conn.execute(_RUN_CONTEXT, {"b_step": step_id, "b_nonce": nonce}).first()
         if row is None and nonce is not None:
@@ -171,8 +163,7 @@ class Repo:
             return None
         m = row._mapping
         context = {"id": step_id, "position": m.get("s_position"),
-                   **{k: m[k] for k in ("p_id", "p_space", "p_builtin", "p_updated_at",
-                                        "p_version")}}
+                   **{k: m[k] for k in ("p_id", "p_space", "p_version")}}
         run = ({name: m[f"r_{name}"] for name in _RUN_COLUMNS}
                if m["r_id"] is not None else None)
         return context, run
@@ -222,13 +213,16 @@ class Repo:
             return run
         return self.conn.execute(_LOCK_RUN, {"b_id": run["id"]}).mappings().first()
 
-    def swap_run(self, run: Mapping[Any, Any], **values: Any) -> bool:
+    def swap_run(self, run: Mapping[Any, Any], **values: Any) -> dict[str, Any] | None:
         """Update ``run`` only if it is still the version that was read: the one
         conditional write that makes a nonce single-use and an outcome recorded once,
-        across threads and replicas. False: another writer changed it first."""
+        across threads and replicas. The run as written; None: another writer changed it
+        first."""
         res = self.conn.execute(_SWAP, {"b_id": run["id"], "b_version": run["version"],
                                         "b_nonce": run["nonce"], **values})
-        return res.rowcount == 1
+        if res.rowcount != 1:
+            return None
+        return {**run, **values, "version": run["version"] + 1}
 
     def insert_nonce(self, nonce: str, run_id: str, step_index: int, attempt: int,
                      issued_at: str) -> None:
@@ -262,10 +256,9 @@ class Repo:
             (m.protocol_id == protocol_id) & (m.space == space))).mappings().first()
 
     def create_metrics(self, protocol_id: str, space: str, step_ids: Sequence[str]) -> None:
-        """The statistics rows of a protocol as run in ``space`` (those missing), so that
-        counting is always an UPDATE. Made with a protocol and its steps; a built-in
-        protocol's, the first time a space runs it — where two replicas may race, so an
-        existing row is left as it is."""
+        """The statistics rows of a protocol as run in ``space`` (those missing), made with
+        a protocol and its steps; an existing row is left as it is. Counting makes a row
+        still missing (a built-in protocol's in a space that runs it: ``counts.apply``)."""
         insert_ = postgresql.insert if self.conn.dialect.name == "postgresql" else sqlite.insert
         self.conn.execute(insert_(schema.protocol_metrics).values(
             protocol_id=protocol_id, space=space, runs=0, successes=0, failures=0,

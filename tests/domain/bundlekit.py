@@ -9,15 +9,10 @@ from collections.abc import Iterator
 from typing import Any
 
 from kairos.domain import engine, keys, markdown
-from kairos.domain.bundle import (
-    AttestationFacts,
-    RunFacts,
-    StepFacts,
-    VersionFacts,
-    build_bundle,
-)
+from kairos.domain.bundle import AttestationFacts, RunFacts, build_bundle
 from kairos.domain.canonical import RFC8785
 from kairos.domain.proof import chain_hash
+from kairos.domain.run_data import ProtocolData, StepData
 from kairos.domain.texts import GENESIS_HASH
 
 KEY = keys.private_key(bytes.fromhex("11" * 32))
@@ -61,11 +56,11 @@ SOLUTIONS: dict[str, dict[str, Any]] = {
 }
 
 
-def steps_of(text: str = MARKDOWN) -> list[tuple[StepFacts, Any]]:
+def steps_of(text: str = MARKDOWN) -> list[tuple[StepData, Any]]:
     """(the step as a bundle holds it, its declared Challenge) for each step."""
     draft = markdown.parse(text)[0]
-    return [(StepFacts(f"kairos://mem/00000000-0000-0000-0000-00000000010{i}",
-                       s.challenge.to_dict()), s.challenge)
+    return [(StepData(f"kairos://mem/00000000-0000-0000-0000-00000000010{i}", s.label,
+                      s.content, s.challenge.to_dict()), s.challenge)
             for i, s in enumerate(draft.steps)]
 
 
@@ -92,8 +87,9 @@ def run_facts(rule: str = RFC8785, proven: bool = True) -> RunFacts:
                     "2025-03-14T09:05:00+00:00", rule)
 
 
-def version_facts(text: str = MARKDOWN) -> VersionFacts:
-    return VersionFacts(PROTOCOL_ID, 3, text, [s for s, _ in steps_of(text)])
+def version_facts(text: str = MARKDOWN) -> ProtocolData:
+    return ProtocolData(PROTOCOL_ID, markdown.parse(text)[0].title, 3, text,
+                        tuple(s for s, _ in steps_of(text)))
 
 
 ATTESTATION = AttestationFacts("success", "Released 2.4.1 — all green.",

@@ -38,13 +38,13 @@ def _uri(n: int, tag: int = 0) -> str:
     return f"kairos://mem/00000000-0000-4000-8000-{tag:06d}{n:06d}"
 
 
-def protocol(tag: int = 0, version: int | None = 1, markdown: str = MARKDOWN,
+def protocol(tag: int = 0, version: int = 1, markdown: str = MARKDOWN,
              title: str = "Ship a release") -> ProtocolData:
     steps = tuple(StepData(_uri(i, tag), label, body, c.to_dict()) for i, (label, body, c) in
                   enumerate([("Run the tests", "Run the whole suite.", SHELL),
                              ("Approve the deployment", "Ask the release owner.", CONFIRM),
                              ("Build the packages", "Build the wheel and the sdist.", BUILD)]))
-    return ProtocolData(steps[0].uri, title, version, markdown, steps)
+    return ProtocolData(f"protocol-{tag}", title, version, markdown, steps)
 
 
 def ok(step: int) -> dict[str, Any]:

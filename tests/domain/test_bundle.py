@@ -14,7 +14,6 @@ from hypothesis import strategies as st
 from kairos.domain import engine, keys
 from kairos.domain.bundle import (
     AttestationFacts,
-    VersionFacts,
     build_bundle,
     verify_bundle,
     verify_text,
@@ -23,6 +22,7 @@ from kairos.domain.bundle_format import LINKS, PROOF, SCHEMA, content_hash, head
 from kairos.domain.canonical import CHAIN_RULES, KAIROS_JSON_1, RFC8785, jcs
 from kairos.domain.errors import ValidationError
 from kairos.domain.proof import RECORD_KEYS
+from kairos.domain.run_data import ProtocolData
 from kairos.domain.texts import GENESIS_HASH
 
 from . import bundlekit as kit
@@ -202,7 +202,7 @@ def test_build_names_what_a_bundle_cannot_hold() -> None:
         build_bundle(kit.run_facts(KAIROS_JSON_1), kit.version_facts(), proofs, None, kit.KEY)
     assert caught.value.field == "proofs[0].solution.shell.exit_code"
     with pytest.raises(ValidationError) as caught:
-        build_bundle(kit.run_facts(), VersionFacts(kit.PROTOCOL_ID, 1, "# \ud800", []), [],
+        build_bundle(kit.run_facts(), ProtocolData(kit.PROTOCOL_ID, "", 1, "# \ud800", ()), [],
                      None, kit.KEY)
     assert caught.value.field == "protocol.markdown"
     with pytest.raises(ValidationError) as caught:

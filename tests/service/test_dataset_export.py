@@ -16,6 +16,7 @@ from sqlalchemy import event
 from kairos.domain.dataset_filters import Filters
 from kairos.domain.datasets import check_trace
 from kairos.service import Caller, datasets
+from kairos.store import listing
 from tests.client import Agent
 from tests.conftest import in_process
 from tests.spec.seedkit import THREE_STEPS, shell_ok
@@ -120,6 +121,21 @@ def test_runs_are_read_in_batches_not_one_query_per_run(
         event.remove(engine, "before_cursor_execute", seen)
     assert per_batch <= 12  # one batch of three runs: runs, proofs, attestations, …
     assert len(statements) > per_batch
+
+
+def test_a_batch_reads_only_the_versions_its_runs_followed(kairos: Agent) -> None:
+    steps = [s["uri"] for s in kairos.mint(THREE_STEPS)["items"][0]["steps"]]
+    run_id = walk(kairos, steps)
+    for text in ("Create the directories.", "Create the directories, twice."):
+        kairos.update(steps[0], markdown_doc=text)  # versions 2 and 3, run by nobody
+    with kairos.store.read() as repo:
+        pid = repo.run(run_id)["protocol_id"]  # type: ignore[index]
+        assert [v["version"] for v in repo.versions_of(pid)] == [1, 2, 3]
+        read = repo.all(listing.versions_in([(pid, 1), (pid, 7)]))
+    assert [(r["protocol_id"], r["version"]) for r in read] == [(pid, 1)]
+    assert set(read[0]) == {"protocol_id", "version", "title", "markdown", "steps"}
+    [record] = export(kairos, "trace-jsonl")
+    assert record["protocol_version"] == 1
 
 
 def lines(text: str) -> Iterator[dict[str, Any]]:

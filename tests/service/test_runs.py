@@ -291,5 +291,6 @@ def test_a_swap_applies_only_to_the_run_as_it_was_read(kairos: Kairos) -> None:
             read = dict(repo.run(run_id) or {})
             repo.conn.execute(update(schema.runs).where(schema.runs.c.id == run_id)
                               .values(**change))
-            assert repo.swap_run(read, status="finished", outcome="failure") is False
-            assert repo.swap_run(dict(repo.run(run_id) or {}), message="as it is") is True
+            assert repo.swap_run(read, status="finished", outcome="failure") is None
+            swapped = repo.swap_run(dict(repo.run(run_id) or {}), message="as it is")
+            assert swapped == dict(repo.run(run_id) or {})  # the run as written

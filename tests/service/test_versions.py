@@ -98,6 +98,9 @@ def test_unknown_versions_are_refused_naming_the_field(kairos: Agent) -> None:
     with pytest.raises(KairosError) as caught:  # the step added in version 2
         kairos.dump(added["uri"], version=1)
     assert (caught.value.code, caught.value.field) == (errors.NOT_FOUND, "version")
+    # Its protocol as it was then: the three steps it had.
+    whole = kairos.dump(added["uri"], protocol=True, version=1)
+    assert (whole["version"], whole["step_count"], whole["uri"]) == (1, 3, steps[0])
 
 
 def test_diff_marks_added_and_removed_lines(kairos: Agent) -> None:
