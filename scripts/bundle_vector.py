@@ -20,15 +20,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from kairos.domain import engine, keys, markdown  # noqa: E402
-from kairos.domain.bundle import (  # noqa: E402
-    AttestationFacts,
-    RunFacts,
-    StepFacts,
-    VersionFacts,
-    build_bundle,
-)
+from kairos.domain.bundle import AttestationFacts, RunFacts, build_bundle  # noqa: E402
 from kairos.domain.canonical import KAIROS_JSON_1, RFC8785, canonical_bytes, jcs  # noqa: E402
 from kairos.domain.proof import RECORD_KEYS, chain_hash  # noqa: E402
+from kairos.domain.run_data import ProtocolData, StepData  # noqa: E402
 from kairos.domain.texts import GENESIS_HASH  # noqa: E402
 
 DOC = ROOT / "docs" / "bundle.md"
@@ -70,8 +65,9 @@ def vector() -> tuple[dict[str, Any], dict[str, Any]]:
         proofs.append(record)
     run = RunFacts(RUN_ID, "finished", "success", True, "2025-06-01T12:00:00.000000+00:00",
                    "2025-06-01T12:02:00.000000+00:00", RFC8785)
-    version = VersionFacts(PROTOCOL_ID, 1, MARKDOWN, [
-        StepFacts(uri, s.challenge.to_dict()) for uri, s in zip(uris, steps, strict=True)])
+    version = ProtocolData(PROTOCOL_ID, "Rotate the API key — clés", 1, MARKDOWN, tuple(
+        StepData(uri, s.label, s.content, s.challenge.to_dict())
+        for uri, s in zip(uris, steps, strict=True)))
     attestation = AttestationFacts("success", "Key rotated.", "2025-06-01T12:02:00.000000+00:00")
     bundle = build_bundle(run, version, proofs, attestation, key)
     return keys.key_set([key.public_key()]), bundle
