@@ -86,21 +86,34 @@ PATHOLOGICAL = {
 }
 
 
+def _minting(kairos: Kairos, doc: str) -> float:
+    """Wall seconds to mint ``doc`` (or to have it refused), the best of three."""
+    best = float("inf")
+    for _ in range(3):
+        started = time.perf_counter()
+        try:
+            kairos.mint(doc, force_update=True)  # type: ignore[arg-type]
+        except KairosError as exc:  # a heading that long is refused, quickly
+            assert exc.code == "INVALID_INPUT"
+        best = min(best, time.perf_counter() - started)
+    return best
+
+
 @pytest.mark.parametrize("doc", PATHOLOGICAL.values(), ids=PATHOLOGICAL.keys())
 def test_pathological_documents_mint_in_linear_time(kairos: Kairos, doc: str) -> None:
-    started = time.perf_counter()
-    try:
-        kairos.mint(doc)
-    except KairosError as exc:  # a heading that long is refused, quickly
-        assert exc.code == "INVALID_INPUT"
-    assert time.perf_counter() - started < 10
+    """Four times the document costs about four times a quarter of it, measured in the
+    same run (so a loaded machine slows both); a quadratic path would cost sixteen."""
+    assert _minting(kairos, doc) < 10 * _minting(kairos, doc[: len(doc) // 4])
 
 
-def test_a_thousand_steps_mint_well_under_a_second_per_thousand(home: Path) -> None:
-    # the time outside the model
+def test_a_thousand_steps_mint_in_linear_time(home: Path) -> None:
+    """A thousand steps cost about ten times a hundred (the time outside the model)."""
     kairos = make_kairos(home, KAIROS_EMBEDDER="none", KAIROS_MAX_STEPS="1000")
-    doc = "# Big\n\n" + "".join(f"## Step {i} do {i}\n\nRun thing {i}.\n\nPROOF OF WORK: "
-                                f"timeout 30s echo {i}\n\n" for i in range(1000))
-    started = time.perf_counter()
-    assert kairos.mint(doc)["items"][0]["step_count"] == 1000
-    assert time.perf_counter() - started < 5  # measured 0.6 s (SQLite), 1.4 s (PostgreSQL)
+
+    def doc(n: int) -> str:
+        return f"# Big {n}\n\n" + "".join(
+            f"## Step {i} do {i}\n\nRun thing {i}.\n\nPROOF OF WORK: timeout 30s echo {i}\n\n"
+            for i in range(n))
+
+    assert kairos.mint(doc(1000))["items"][0]["step_count"] == 1000
+    assert _minting(kairos, doc(1000)) < 30 * _minting(kairos, doc(100))
