@@ -27,7 +27,8 @@ from ..domain.responses import (
 )
 from ..domain.uris import new_id, to_uri
 from ..search.documents import protocol_doc
-from ..search.service import DUPLICATE_SEQ, SearchService
+from ..search.duplicates import DUPLICATE_SEQ
+from ..search.service import SearchService
 from ..store.db import Store
 from ..store.faults import Clash
 from ..store.repo import Repo, Row
