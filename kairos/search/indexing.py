@@ -61,13 +61,9 @@ class Indexer:
             offset += n
 
     def unindex(self, repo: Repo, kind: str, entity_ids: Sequence[str]) -> None:
-        conn = repo.conn
-        rids = search_docs.rids_of(conn, [search_docs.key_of(kind, e) for e in entity_ids])
-        if not rids:
-            return
-        self.store.text_index.delete(conn, rids)
-        self.store.vector_index.delete(conn, rids)
-        search_docs.delete_docs(conn, rids)
+        rids = search_docs.remove(repo.conn, [search_docs.key_of(kind, e) for e in entity_ids])
+        self.store.text_index.delete(repo.conn, rids)
+        self.store.vector_index.delete(repo.conn, rids)
 
     def refresh(self, repo: Repo, specs: Sequence[DocSpec], vectors: np.ndarray,
                 model_id: str) -> None:

@@ -109,7 +109,7 @@ class Minter:
     def _mint(self, drafts: list[markdown.ProtocolDraft], prepared: Sequence[Indexed],
               caller: Caller, llm_model_id: str | None, force_update: bool) -> MintResult:
         """Check, then commit, in the space's turn: the duplicate checks are plain reads
-        before the write, and the write guard (``SearchService.guard``) sends a mint back
+        before the write, and the write guard (``search.duplicates``) sends a mint back
         to check again should a writer that did not wait its turn have committed since."""
         for _ in range(GUARD_ATTEMPTS):
             seen = self.search.version(caller.space, "protocol")

@@ -101,6 +101,3 @@ def set_vector(conn: Connection, trigger_id: str, vector: np.ndarray, model_id: 
     conn.execute(update(_LEARNED).where(_L.id == trigger_id).values(
         vector=np.asarray(vector, np.float32).tobytes(), model_id=model_id))
 
-
-__all__ = ["add", "add_lead", "forget", "keep_recent", "leads", "listing", "of_protocol",
-           "previous_start", "seen_again", "set_vector", "stale", "vectors"]

@@ -37,8 +37,11 @@ def rids_of(conn: Connection, keys: Sequence[str]) -> list[int]:
     return [r[0] for r in conn.execute(select(_D.rid).where(_D.key.in_(list(keys))))]
 
 
-def delete_docs(conn: Connection, rids: Sequence[int]) -> None:
-    conn.execute(delete(_DOCS).where(_D.rid.in_(list(rids))))
+def remove(conn: Connection, keys: Sequence[str]) -> list[int]:
+    """Delete the documents ``keys``; the rids they had."""
+    rids = rids_of(conn, keys)
+    conn.execute(delete(_DOCS).where(_D.rid.in_(rids)))
+    return rids
 
 
 def rows(conn: Connection, rids: Collection[int], *columns: str) -> Sequence[Any]:

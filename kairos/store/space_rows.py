@@ -48,5 +48,3 @@ def held_versions(conn: Connection, protocol_ids: Iterable[str]) -> set[tuple[st
 def insert_rows(conn: Connection, table: str, rows: list[dict[str, Any]]) -> None:
     conn.execute(insert(schema.metadata.tables[table]), rows)
 
-
-__all__ = ["builtin_protocols", "held_versions", "insert_rows", "of_space", "spaces_of"]
