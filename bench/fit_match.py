@@ -124,14 +124,12 @@ def contract(*, text_only: bool) -> list[Query]:
 
     from corpus import open_kairos
 
-    from kairos.search.embedders import LocalEmbedder
+    from kairos.search.embedders import LocalEmbedder, NoEmbedder
 
     out = []
     for docs, query, expected in CONTRACT:
         with tempfile.TemporaryDirectory() as home:
-            k = open_kairos(Path(home), None if text_only else LocalEmbedder().load())
-            if text_only:
-                k.search_engine.embedder = None
+            k = open_kairos(Path(home), NoEmbedder() if text_only else LocalEmbedder().load())
             for doc in docs:
                 k.mint(doc)
             ranked = k.search_engine.rank(query, space="default", kinds=("protocol",))

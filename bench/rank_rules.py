@@ -11,7 +11,7 @@ import numpy as np
 
 from kairos.domain import doctext, matching, scoring
 from kairos.domain.lexical import Lexical
-from kairos.search import candidates as engine_candidates
+from kairos.search import ranking as engine_ranking
 
 if TYPE_CHECKING:
     from rank_evidence import StoreData
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 def evidence_rows(s: StoreData, dense: np.ndarray, idea: Idea) -> list[dict[str, Any]]:
     """What ``match_eval.py --evidence`` writes, under this idea: each query's candidates
-    as ``search.candidates`` picks them for kairos_search (the lexical pool, then the
+    as ``search.ranking`` picks them for kairos_search (the lexical pool, then the
     ``CANDIDATES`` strongest) with their evidence."""
     rule, out = idea.rule, []
     for qi, q in enumerate(s.queries):
@@ -29,13 +29,13 @@ def evidence_rows(s: StoreData, dense: np.ndarray, idea: Idea) -> list[dict[str,
         text[list(q.text)] = list(q.text.values())
         partial = d + rule.text * text
         matched = [i for i in q.text if q.text[i] > 0]
-        pool = set(sorted(matched, key=lambda i: -partial[i])[:engine_candidates.LEXICAL_POOL])
-        pool |= set(sorted(q.text, key=lambda i: -q.text[i])[:engine_candidates.LEXICAL_TEXT])
+        pool = set(sorted(matched, key=lambda i: -partial[i])[:engine_ranking.LEXICAL_POOL])
+        pool |= set(sorted(q.text, key=lambda i: -q.text[i])[:engine_ranking.LEXICAL_TEXT])
         none = Lexical(informative=q.informative)
         lex = {i: Lexical(*q.lexical[i]) for i in pool if i in q.lexical}
         z = partial + np.array([matching.parts(matching.Evidence(None, None, lex.get(i, none)),
                                                rule)[1] for i in range(len(d))])
-        kept = np.argsort(-z, kind="stable")[:engine_candidates.CANDIDATES]
+        kept = np.argsort(-z, kind="stable")[:engine_ranking.CANDIDATES]
         cands = [{"id": s.records[i].id, "kind": s.records[i].kind, "dense": float(d[i]),
                   "text": float(text[i]) if q.terms else None,
                   "exact_title": doctext.title_form(s.records[i].title)

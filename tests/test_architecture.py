@@ -5,6 +5,7 @@ from any module fails here."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -96,6 +97,61 @@ def test_surfaces_never_import_each_other() -> None:
 def test_an_upward_import_is_caught(where: str, source: str) -> None:
     """The check itself: each of these imports, in that module, would fail it."""
     assert _upward(source, PACKAGE / where)
+
+
+#: A string that is a SQL statement (as ``text(...)`` or a driver would run it).
+SQL = re.compile(r"\s*(SELECT|INSERT|UPDATE|DELETE|WITH|CREATE|ALTER|DROP|PRAGMA|TRUNCATE|"
+                 r"BEGIN|SET|SHOW|VACUUM|ANALYZE)\s")
+#: Calls that run statements: only the store holds a connection to run them on.
+RUNS_SQL = {"execute", "exec_driver_sql", "executemany"}
+
+
+def _sql_in(source: str) -> set[str]:
+    """What ``source`` does that only ``kairos/store/`` may: import SQLAlchemy (at any
+    depth), write a SQL statement as a string, or run one."""
+    out: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            out |= {f"import {a.name}" for a in node.names if a.name.split(".")[0] == "sqlalchemy"}
+        elif isinstance(node, ast.ImportFrom) and not node.level and (
+                (node.module or "").split(".")[0] == "sqlalchemy"):
+            out.add(f"from {node.module} import")
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and SQL.match(
+                node.value):
+            out.add(f"SQL {node.value.strip()[:40]!r}")
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+              and node.func.attr in RUNS_SQL):
+            out.add(f".{node.func.attr}(...)")
+    return out
+
+
+OUTSIDE_STORE = [path for path in MODULES if _part(path) != "store"]
+
+
+@pytest.mark.parametrize("path", OUTSIDE_STORE, ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_sql_lives_in_the_store(path: Path) -> None:
+    assert not _sql_in(path.read_text("utf-8"))
+
+
+@pytest.mark.parametrize("source", [
+    "from sqlalchemy import select",
+    "import sqlalchemy.exc",
+    "def f():\n    from sqlalchemy.engine import Connection",
+    "if TYPE_CHECKING:\n    import sqlalchemy",
+    "q = text('SELECT 1')",
+    "conn.execute(q)",
+    "conn.exec_driver_sql(q)",
+    'STATEMENT = """\n    UPDATE runs SET status = :s"""',
+])
+def test_sql_outside_the_store_is_caught(source: str) -> None:
+    """The check itself: each of these, in any module outside the store, fails it."""
+    assert _sql_in(source)
+
+
+def test_the_check_lets_plain_text_and_the_store_be() -> None:
+    assert not _sql_in("prompts.text('Select a protocol')\nrow.text('title', 80)\n"
+                       "search_docs.rows(repo.conn, rids)")
+    assert _sql_in((PACKAGE / "store" / "repo.py").read_text("utf-8"))
 
 
 def test_the_domain_does_no_io() -> None:

@@ -91,7 +91,7 @@ class DocText:
 
 
 #: Changes whenever ``document`` embeds different texts: a store indexed under another
-#: recipe is re-embedded in the background (``SearchService``), as after a model change.
+#: recipe is re-embedded in the background (``search.background``), as after a model change.
 RECIPE = "2"
 
 #: A protocol's vector text is cut here; MiniLM reads at most 256 word pieces anyway.

@@ -1,136 +1,148 @@
-"""Which candidates of a query are scored, with what evidence: one kind of record at a
-time (protocols, or knowledge entries), since each has its own anchor.
+"""Candidate generation: a query's candidates and their evidence, read from the store —
+the best of the vector index and of the full-text index, each scored by both (with a
+``floor``, the unified search's, every document of the space and kinds besides), their
+texts and what their hits show — and ranked (``ranking``). Protocols and knowledge
+entries are ranked apart (each kind has its own anchor) and merged.
 
-* Every candidate's **partial strength** (dense and text evidence) costs nothing to have.
-* The **lexical evidence** needs the record's text: it is read for the lexical pool (the
-  strongest candidates the full-text index matched, and the best by text alone); a record
-  the full-text index did not match holds none of the query's words.
-* Without a floor (kairos_search) the ``CANDIDATES`` strongest are scored. With a floor
-  (the unified search's ``min_score``) every candidate that can reach it is, so that its
-  totals and pages are exact: those within the reach of the strongest
-  (``matching.Context.reach``), counting the most lexical evidence a record outside the
-  pool could add, read for at most ``EXTRA_LEXICAL`` more records.
+The full-text pass runs on a connection of its own in a worker while this thread embeds
+the query and scans the vectors (SQLite, ONNX Runtime and numpy all let go of the
+interpreter lock): a query costs the longer of the two, not their sum.
 """
 
 from __future__ import annotations
 
-import heapq
-from collections.abc import Mapping
-from dataclasses import dataclass
+import threading
+from collections.abc import Callable, Collection, Mapping, Sequence
+from concurrent import futures
+from functools import partial
+from typing import Any
 
-from sqlalchemy import select
-from sqlalchemy.engine import Connection
+import numpy as np
 
-from ..domain import doctext, matching, scoring
-from ..domain.lexical import Lexical, Words, is_noise, words
-from ..store import schema
-from ..store.text_index import Terms
+from ..domain import doctext
+from ..domain.ports import Embedder
+from ..store import search_docs
+from ..store.db import Store
+from ..store.repo import Repo
+from ..store.text_index import TextMatches
+from . import ranking
+from .embedders import embed
+from .ranking import CANDIDATES, Ranked
 
-CANDIDATES = 100
-#: Candidates whose text is read for lexical evidence: the strongest by dense and text
-#: evidence that the full-text index matched, and the best by text alone.
-LEXICAL_POOL, LEXICAL_TEXT = 60, 30
-#: With a floor, at most this many more records are read for their lexical evidence.
-EXTRA_LEXICAL = 2_000
-
-
-@dataclass(frozen=True)
-class Found:
-    """The scored candidates of one query: their evidence, kinds and titles, scores, and
-    the scoring context."""
-
-    evidence: dict[int, matching.Evidence]
-    kinds: dict[int, str]
-    titles: dict[int, str]
-    scores: dict[int, matching.Scored]
-    context: matching.Context
+#: Searches at a time whose full-text pass runs beside their vector pass (``rank``).
+PARALLEL = 4
 
 
-def score(conn: Connection, query: str, kind: str, dense: Mapping[int, float],
-          text: Mapping[int, float] | None, terms: Terms | None, n_docs: int,
-          floor: float | None, boosts: bool) -> Found:
-    """The candidates of one kind of record (``kind``: one of them) worth scoring, scored."""
-    rule = matching.HYBRID if dense else matching.TEXT_ONLY
-    texts = text or {}
-    partial = {rid: dense.get(rid, 0.0) + rule.text * texts.get(rid, 0.0)
-               for rid in set(dense) | set(texts)}
-    matched = {rid: p for rid, p in partial.items() if texts.get(rid, 0.0) > 0.0}
-    pool = set(heapq.nlargest(LEXICAL_POOL, matched, key=matched.__getitem__))
-    pool |= set(heapq.nlargest(LEXICAL_TEXT, texts, key=texts.__getitem__))
-    asked = None if terms is None else words(terms.words, terms.counts, terms.n_docs)
-    none = Lexical() if asked is None else asked.of(0, 0)
-    lex: dict[int, Lexical] = {}
-    titles: dict[int, str] = {}
-    kinds: dict[int, str] = {}
-    _read(conn, pool, asked, lex, titles, kinds)
-    nothing = _lexical_part(none, rule)
-    lexical = {rid: _lexical_part(lex[rid], rule) if rid in lex else nothing for rid in partial}
-    cosines = sorted(dense.values(), reverse=True)
-    context = matching.Context(
-        rule, cosines[0] if cosines else None,
-        cosines[min(matching.BACKGROUND_RANK, len(cosines)) - 1] if len(cosines) > 1 else None,
-        n_docs, terms is not None and all(is_noise(w) for w in terms.words))
-    anchor = scoring.anchor(kind, text_only=rule is matching.TEXT_ONLY)
-    kept = set(heapq.nlargest(CANDIDATES, partial,
-                              key=lambda r: partial[r] + lexical[r]))
-    if floor is not None:
-        lowest = floor - (scoring.MAX_OUTCOME_BOOST if boosts else 0.0)
-        reach = _reach(partial, lexical, context, anchor, lowest)
-        most = rule.title + rule.share + rule.all_title + rule.rare_full
-        unread = [r for r in matched if r not in pool and partial[r] + most >= reach]
-        extra = set(heapq.nlargest(EXTRA_LEXICAL, unread, key=partial.__getitem__))
-        _read(conn, extra, asked, lex, titles, kinds)
-        lexical.update({rid: _lexical_part(lex.get(rid, none), rule) for rid in extra})
-        reach = _reach(partial, lexical, context, anchor, lowest)
-        kept |= {rid for rid in partial if partial[rid] + lexical[rid] >= reach}
-    _read(conn, {rid for rid in kept if rid not in titles}, None, lex, titles, kinds)
-    kept = {rid for rid in kept if rid in titles}  # a record deleted since
-    evidence = {rid: matching.Evidence(dense.get(rid), None if text is None else
-                                       texts.get(rid, 0.0), lex.get(rid, none))
-                for rid in kept}
-    asked_title = doctext.title_form(query)
-    order = list(kept)
-    found = matching.score([matching.Candidate(evidence[r], anchor,
-                                               _is_title(titles[r], asked_title))
-                            for r in order], context)
-    return Found(evidence, kinds, titles, dict(zip(order, found, strict=True)), context)
+class Candidates:
+    def __init__(self, store: Store, embedder: Embedder) -> None:
+        self.store, self.embedder = store, embedder
+        self._workers = futures.ThreadPoolExecutor(PARALLEL, thread_name_prefix="kairos-text")
+        self._parallel = threading.BoundedSemaphore(PARALLEL)
+
+    def close(self) -> None:
+        self._workers.shutdown(wait=False)
+
+    def embed_query(self, query: str) -> np.ndarray | None:
+        """The query's vector as the engine embeds it, or None when vectors are unavailable."""
+        qvec = embed(self.embedder, [doctext.embedding_query(query)])
+        return None if qvec is None else qvec[0]
+
+    def hint(self, degraded: bool) -> str | None:
+        if not degraded:
+            return None
+        if self.embedder.name == "none":
+            return "Vector search is disabled (embedder 'none'); text search was used."
+        return f"Vector search unavailable ({self.embedder.state}); text fallback used."
+
+    def rank(self, query: str, *, space: str, kinds: Sequence[str],
+             filters: Mapping[str, str] | None = None, exclude: set[str] | None = None,
+             boosts: bool = False, floor: float | None = None) -> Ranked:
+        """Candidates on one scale in [0, 1] (``domain.matching``), best first. ``filters``
+        (column → value: category, author, section) and ``exclude`` (entity ids) only
+        hide records: a record's score does not depend on them."""
+        embedded: list[np.ndarray | None] = []
+
+        def embed_once() -> np.ndarray | None:
+            """The query's vector, made once (beside the first full-text pass)."""
+            if not embedded:
+                embedded.append(self.embed_query(query))
+            return embedded[0]
+
+        families = [f for f in (tuple(k for k in kinds if k == "protocol"),
+                                tuple(k for k in kinds if k != "protocol")) if f]
+        parts = [self._family(query, embed_once, space=space, kinds=family, filters=filters,
+                              exclude=exclude, boosts=boosts, floor=floor)
+                 for family in families or [()]]
+        if len(parts) == 1:
+            return parts[0]
+        first, second = parts
+        return ranking.merged(first, second, embed_once())
+
+    def _family(self, query: str, embed_once: Callable[[], np.ndarray | None], *, space: str,
+                kinds: Sequence[str], filters: Mapping[str, str] | None,
+                exclude: set[str] | None, boosts: bool, floor: float | None) -> Ranked:
+        limit = None if floor is not None else CANDIDATES
+        search = partial(self.store.text_index.search, query=query, space=space, kinds=kinds,
+                         limit=limit)
+        rest = partial(self._ranked, query, embed_once, space=space, kinds=kinds, limit=limit,
+                       filters=filters, exclude=exclude, boosts=boosts, floor=floor)
+        # A query holding one connection while it waits for a second could starve the
+        # pool, so only PARALLEL queries at a time do it; the others, on a busy server,
+        # run the pass on their single connection (on a busy server every core is busy).
+        if not self._parallel.acquire(blocking=False):
+            return rest(lambda repo: search(repo.conn))
+        try:
+            with self.store.read() as text_repo:
+                job = self._workers.submit(search, text_repo.conn)
+                try:
+                    return rest(lambda _repo: job.result())
+                finally:
+                    futures.wait([job])  # the worker is done with the connection first
+        finally:
+            self._parallel.release()
+
+    def _ranked(self, query: str, embed_once: Callable[[], np.ndarray | None],
+                text_of: Callable[[Repo], TextMatches | None], *,
+                space: str, kinds: Sequence[str], limit: int | None,
+                filters: Mapping[str, str] | None, exclude: set[str] | None, boosts: bool,
+                floor: float | None) -> Ranked:
+        qvec = embed_once()
+        degraded = qvec is None
+        mode = "text" if degraded else "hybrid"
+        vectors = self.store.vector_index
+        with self.store.read() as repo:
+            conn = repo.conn
+            dense: dict[int, float] = {}
+            if qvec is not None:
+                model_id = self.embedder.model_id
+                rids, sims = vectors.search(conn, qvec, space=space, kinds=kinds,
+                                            model_id=model_id, limit=limit)
+                dense = dict(zip(rids.tolist(), sims.tolist(), strict=True))
+            matches = text_of(repo)
+            text = None if matches is None else matches.best
+            if matches is not None and limit is not None:  # the other candidates' evidence
+                best = matches.best
+                text = {**matches.of([rid for rid in dense if rid not in best]), **best}
+            if qvec is not None and text and limit is not None:
+                missing = [rid for rid in text if rid not in dense]
+                if missing:
+                    dense.update(vectors.scores(conn, qvec, missing, model_id=model_id))
+            terms = None if matches is None else matches.terms
+            if not kinds or (not dense and not text):
+                return Ranked([], mode, degraded, self.hint(degraded), qvec, terms)
+            n_docs = terms.n_scope if terms is not None else None
+            if n_docs is None and qvec is not None:
+                n_docs = vectors.size(conn, space=space, kinds=kinds, model_id=model_id)
+            if n_docs is None:
+                n_docs = search_docs.count(conn, space, kinds)
+            found = ranking.score(query, kinds[0], dense, text, terms, n_docs, floor, boosts,
+                                  partial(_texts, repo))
+            rows = search_docs.listed(conn, found.scores, filters, exclude, boosts)
+        return Ranked(ranking.hits(found, rows), mode, degraded, self.hint(degraded), qvec,
+                      terms, {kinds[0] == "protocol": found.context})
 
 
-def _lexical_part(lex: Lexical, rule: matching.Rule) -> float:
-    """The lexical part of ``matching.parts``."""
-    return matching.parts(matching.Evidence(None, None, lex), rule)[1]
-
-
-def _reach(partial: Mapping[int, float], lexical: Mapping[int, float],
-           context: matching.Context, anchor: float, floor: float) -> float:
-    """The least strength that can score ``floor`` (minus infinity for a floor of 0)."""
-    if floor <= 0.0 or not partial:
-        return -float("inf")
-    z_top = max(partial[r] + lexical[r] for r in partial)
-    rho = matching.relevance(((partial[r], lexical[r]) for r in partial), context.best_dense,
-                             context.background, context.n_docs, context.rule)
-    distance = context.reach(rho, anchor, min(floor, matching.MAX_SCORE))
-    return z_top - distance if distance >= 0 else float("inf")
-
-
-def _read(conn: Connection, rids: set[int], asked: Words | None, lex: dict[int, Lexical],
-          titles: dict[int, str], kinds: dict[int, str]) -> None:
-    """Titles and kinds of ``rids``, and with ``asked`` their lexical evidence."""
-    if not rids:
-        return
-    c = schema.search_docs.c
-    if asked is None or not asked.informative:
-        for rid, kind, title in conn.execute(
-                select(c.rid, c.kind, c.title).where(c.rid.in_(list(rids)))):
-            kinds[rid], titles[rid] = kind, title
-        return
-    for rid, kind, title, labels, body in conn.execute(
-            select(c.rid, c.kind, c.title, c.labels, c.body).where(c.rid.in_(list(rids)))):
-        kinds[rid], titles[rid] = kind, title
-        lex[rid] = asked.of(*asked.holds(title, f"{labels}\n{body}"))
-
-
-def _is_title(title: str, asked: str) -> bool:
-    """Whether a query (``asked``, in ``doctext.title_form``) is this title; a title of
-    another length cannot be (template noise and spacing aside)."""
-    return abs(len(title) - len(asked)) <= 8 and doctext.title_form(title) == asked
+def _texts(repo: Repo, rids: Collection[int], lexical: bool) -> Sequence[Any]:
+    """``ranking.TextsOf`` in ``repo``'s transaction."""
+    return search_docs.rows(repo.conn, rids, "rid", "kind", "title",
+                            *(("labels", "body") if lexical else ()))

@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..domain import doctext, markdown
-from ..domain.challenge import Challenge, from_issued
 from ..domain.versions import draft_of
 from ..store.repo import Repo
 from ..store.text_index import token_count
@@ -44,10 +43,6 @@ class DocSpec:
     @property
     def ntokens(self) -> int:
         return token_count(self.title, self.labels, self.body)
-
-
-def challenge_of(row: Mapping[Any, Any]) -> Challenge:
-    return from_issued(dict(row["challenge"]))
 
 
 def protocol_doc(protocol_id: str, space: str, draft: markdown.ProtocolDraft,

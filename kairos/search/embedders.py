@@ -14,9 +14,21 @@ from typing import Any
 
 import numpy as np
 
+from ..domain.ports import Embedder
+
 
 class EmbedderUnavailable(RuntimeError):
     """Vectors cannot be computed right now; callers fall back to text search."""
+
+
+def embed(embedder: Embedder, texts: Sequence[str]) -> np.ndarray | None:
+    """The vectors of ``texts``, or None when the provider cannot embed now."""
+    if not embedder.ready:
+        return None
+    try:
+        return np.asarray(embedder.embed(list(texts)), dtype=np.float32)
+    except EmbedderUnavailable:
+        return None
 
 
 def _normalize(matrix: np.ndarray) -> np.ndarray:

@@ -7,12 +7,11 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from sqlalchemy import select
 
 from ..domain import doctext, matching
 from ..domain.responses import Explained
 from ..domain.uris import to_uri
-from ..store import schema
+from ..store import search_docs
 from ..store.db import Store
 from .ranking import Hit, Ranked
 
@@ -26,10 +25,8 @@ def role_cosines(store: Store, query: np.ndarray | None, rids: Sequence[int],
     out: dict[int, dict[str, float | None]] = {rid: dict.fromkeys(ROLES) for rid in rids}
     if query is None or model_id is None or not rids:
         return out
-    v = schema.search_vectors.c
     with store.read() as repo:
-        rows = repo.conn.execute(select(v.rid, v.role, v.vector).where(
-            v.rid.in_(list(rids)) & (v.model_id == model_id))).all()
+        rows = search_docs.vectors_of(repo.conn, rids, model_id)
     for rid, role, blob in rows:
         cosine = float(np.frombuffer(blob, np.float32) @ query)
         best = out[rid].get(role)

@@ -1,39 +1,55 @@
-"""Ranking: the candidates of a query, their evidence (dense, text, lexical, outcomes) and
-their scores on one scale in [0, 1] (``domain.matching``, ``candidates``).
+"""Ranking, pure: a query's candidates of one kind of record scored on one scale in [0, 1]
+from their evidence (``domain.matching``), and the hits put in order. No I/O: the texts
+of the candidates are read by whoever ranks (``candidates``), through ``TextsOf``.
 
-The candidates are the best of each index, each scored by both; with a ``floor`` (the
-unified search), every document of the space and kinds that can score at least the floor,
-besides. Protocols and knowledge entries are scored apart (each kind has its own anchor)
-and merged. The full-text pass runs on a connection of its own in a worker while this
-thread embeds the query and scans the vectors (SQLite, ONNX Runtime and numpy all let go of
-the interpreter lock): a query costs the longer of the two, not their sum.
+* Every candidate's **partial strength** (dense and text evidence) costs nothing to have.
+* The **lexical evidence** needs the record's text: it is read for the lexical pool (the
+  strongest candidates the full-text index matched, and the best by text alone); a record
+  the full-text index did not match holds none of the query's words.
+* Without a floor (kairos_search) the ``CANDIDATES`` strongest are scored. With a floor
+  (the unified search's ``min_score``) every candidate that can reach it is, so that its
+  totals and pages are exact: those within the reach of the strongest
+  (``matching.Context.reach``), counting the most lexical evidence a record outside the
+  pool could add, read for at most ``EXTRA_LEXICAL`` more records.
 """
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent import futures
+import heapq
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
-from functools import partial
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-from sqlalchemy import func, select
-from sqlalchemy.engine import Connection
-
-from ..domain import matching
-from ..domain.lexical import Lexical
-from ..store import schema
-from ..store.text_index import Terms, TextMatches
-from . import candidates
+from ..domain import doctext, matching, scoring
+from ..domain.lexical import Lexical, Words, is_noise, words
 
 if TYPE_CHECKING:
-    from .service import SearchService
+    import numpy as np
 
-CANDIDATES = candidates.CANDIDATES
-#: Searches at a time whose full-text pass runs beside their vector pass (``rank``).
-PARALLEL = 4
+    from ..store.text_index import Terms
+
+CANDIDATES = 100
+#: Candidates whose text is read for lexical evidence: the strongest by dense and text
+#: evidence that the full-text index matched, and the best by text alone.
+LEXICAL_POOL, LEXICAL_TEXT = 60, 30
+#: With a floor, at most this many more records are read for their lexical evidence.
+EXTRA_LEXICAL = 2_000
+
+#: The texts of records by rid: rows with ``rid``, ``kind`` and ``title``, and with
+#: ``labels`` and ``body`` too when the second argument is True.
+TextsOf = Callable[[Collection[int], bool], Iterable[Any]]
+
+
+@dataclass(frozen=True)
+class Found:
+    """The scored candidates of one query: their evidence, kinds and titles, scores, and
+    the scoring context."""
+
+    evidence: dict[int, matching.Evidence]
+    kinds: dict[int, str]
+    titles: dict[int, str]
+    scores: dict[int, matching.Scored]
+    context: matching.Context
 
 
 @dataclass
@@ -62,141 +78,115 @@ class Ranked:
     contexts: Mapping[bool, matching.Context] = field(default_factory=dict)
 
 
-class Ranker:
-    def __init__(self, search: SearchService) -> None:
-        self.search = search
-        self.store = search.store
-        self._workers = futures.ThreadPoolExecutor(PARALLEL, thread_name_prefix="kairos-text")
-        self._parallel = threading.BoundedSemaphore(PARALLEL)
-
-    def close(self) -> None:
-        self._workers.shutdown(wait=False)
-
-    def rank(self, query: str, *, space: str, kinds: Sequence[str],
-             filters: Mapping[str, str] | None = None, exclude: set[str] | None = None,
-             boosts: bool = False, floor: float | None = None) -> Ranked:
-        """Candidates on one scale in [0, 1] (``domain.matching``), best first. ``filters``
-        (column → value: category, author, section) and ``exclude`` (entity ids) only
-        hide records: a record's score does not depend on them."""
-        embedded: list[np.ndarray | None] = []
-
-        def embed() -> np.ndarray | None:
-            """The query's vector, made once (beside the first full-text pass)."""
-            if not embedded:
-                embedded.append(self.search.embed_query(query))
-            return embedded[0]
-
-        families = [f for f in (tuple(k for k in kinds if k == "protocol"),
-                                tuple(k for k in kinds if k != "protocol")) if f]
-        parts = [self._family(query, embed, space=space, kinds=family, filters=filters,
-                              exclude=exclude, boosts=boosts, floor=floor)
-                 for family in families or [()]]
-        if len(parts) == 1:
-            return parts[0]
-        first, second = parts
-        hits = sorted(first.hits + second.hits, key=_order)
-        terms = first.terms if first.terms is not None else second.terms
-        return Ranked(hits, first.mode, first.degraded, first.hint, embed(), terms,
-                      {**first.contexts, **second.contexts})
-
-    def _family(self, query: str, embed: Callable[[], np.ndarray | None], *, space: str,
-                kinds: Sequence[str], filters: Mapping[str, str] | None,
-                exclude: set[str] | None, boosts: bool, floor: float | None) -> Ranked:
-        limit = None if floor is not None else CANDIDATES
-        search = partial(self.store.text_index.search, query=query, space=space, kinds=kinds,
-                         limit=limit)
-        rest = partial(self._ranked, query, embed, space=space, kinds=kinds, limit=limit,
-                       filters=filters, exclude=exclude, boosts=boosts, floor=floor)
-        # A query holding one connection while it waits for a second could starve the
-        # pool, so only PARALLEL queries at a time do it; the others, on a busy server,
-        # run the pass on their single connection (on a busy server every core is busy).
-        if not self._parallel.acquire(blocking=False):
-            return rest(search)
-        try:
-            with self.store.read() as text_repo:
-                job = self._workers.submit(search, text_repo.conn)
-                try:
-                    return rest(lambda _conn: job.result())
-                finally:
-                    futures.wait([job])  # the worker is done with the connection first
-        finally:
-            self._parallel.release()
-
-    def _ranked(self, query: str, embed: Callable[[], np.ndarray | None],
-                text_of: Callable[[Connection], TextMatches | None], *,
-                space: str, kinds: Sequence[str], limit: int | None,
-                filters: Mapping[str, str] | None, exclude: set[str] | None, boosts: bool,
-                floor: float | None) -> Ranked:
-        search = self.search
-        qvec = embed()
-        degraded = qvec is None
-        mode = "text" if degraded else "hybrid"
-        with self.store.read() as repo:
-            conn = repo.conn
-            dense: dict[int, float] = {}
-            if qvec is not None:
-                model_id = search.embedder.model_id
-                rids, sims = self.store.vector_index.search(
-                    conn, qvec, space=space, kinds=kinds, model_id=model_id, limit=limit)
-                dense = dict(zip(rids.tolist(), sims.tolist(), strict=True))
-            matches = text_of(conn)
-            text = None if matches is None else matches.best
-            if matches is not None and limit is not None:  # the other candidates' evidence
-                best = matches.best
-                text = {**matches.of([rid for rid in dense if rid not in best]), **best}
-            if qvec is not None and text and limit is not None:
-                missing = [rid for rid in text if rid not in dense]
-                if missing:
-                    dense.update(self.store.vector_index.scores(conn, qvec, missing,
-                                                                model_id=model_id))
-            terms = None if matches is None else matches.terms
-            if not kinds or (not dense and not text):
-                return Ranked([], mode, degraded, search.hint(degraded), qvec, terms)
-            n_docs = terms.n_scope if terms is not None else None
-            if n_docs is None and qvec is not None:
-                n_docs = self.store.vector_index.size(conn, space=space, kinds=kinds,
-                                                      model_id=model_id)
-            if n_docs is None:
-                n_docs = _count(conn, space, kinds)
-            found = candidates.score(conn, query, kinds[0], dense, text, terms, n_docs,
-                                     floor, boosts)
-            rows = self._rows(conn, found.scores, filters, exclude, boosts)
-        hits = []
-        for row in rows:
-            rid = row["rid"]
-            wins, losses = row.pop("successes", None), row.pop("failures", None)
-            outcomes = None if wins is None else matching.Outcomes(wins, losses)
-            scored = found.scores[rid].boosted(outcomes)
-            e = found.evidence[rid]
-            hits.append(Hit(rid, row["kind"], row["entity_id"], scored.score, e.dense, e.text,
-                            row, e.lexical, outcomes, scored))
-        hits.sort(key=_order)
-        return Ranked(hits, mode, degraded, search.hint(degraded), qvec, terms,
-                      {kinds[0] == "protocol": found.context})
-
-    @staticmethod
-    def _rows(conn: Connection, candidates: Iterable[int], filters: Mapping[str, str] | None,
-              exclude: set[str] | None, boosts: bool) -> list[dict[str, Any]]:
-        c, m = schema.search_docs.c, schema.protocol_metrics.c
-        q = select(c.rid, c.kind, c.entity_id, c.space, c.title, c.category, c.section,
-                   c.author, c.updated_at).where(c.rid.in_(list(candidates)))
-        for column, value in (filters or {}).items():
-            q = q.where(c[column] == value)
-        if exclude:
-            q = q.where(c.entity_id.not_in(list(exclude)))
-        if boosts:
-            q = q.add_columns(m.successes, m.failures).outerjoin(
-                schema.protocol_metrics, (c.kind == "protocol") & (m.protocol_id == c.entity_id))
-        return [dict(r) for r in conn.execute(q).mappings()]
+def score(query: str, kind: str, dense: Mapping[int, float], text: Mapping[int, float] | None,
+          terms: Terms | None, n_docs: int, floor: float | None, boosts: bool,
+          texts_of: TextsOf) -> Found:
+    """The candidates of one kind of record (``kind``: one of them) worth scoring, scored."""
+    rule = matching.HYBRID if dense else matching.TEXT_ONLY
+    texts = text or {}
+    partial = {rid: dense.get(rid, 0.0) + rule.text * texts.get(rid, 0.0)
+               for rid in set(dense) | set(texts)}
+    matched = {rid: p for rid, p in partial.items() if texts.get(rid, 0.0) > 0.0}
+    pool = set(heapq.nlargest(LEXICAL_POOL, matched, key=matched.__getitem__))
+    pool |= set(heapq.nlargest(LEXICAL_TEXT, texts, key=texts.__getitem__))
+    asked = None if terms is None else words(terms.words, terms.counts, terms.n_docs)
+    none = Lexical() if asked is None else asked.of(0, 0)
+    lex: dict[int, Lexical] = {}
+    titles: dict[int, str] = {}
+    kinds: dict[int, str] = {}
+    _read(texts_of, pool, asked, lex, titles, kinds)
+    nothing = _lexical_part(none, rule)
+    lexical = {rid: _lexical_part(lex[rid], rule) if rid in lex else nothing for rid in partial}
+    cosines = sorted(dense.values(), reverse=True)
+    context = matching.Context(
+        rule, cosines[0] if cosines else None,
+        cosines[min(matching.BACKGROUND_RANK, len(cosines)) - 1] if len(cosines) > 1 else None,
+        n_docs, terms is not None and all(is_noise(w) for w in terms.words))
+    anchor = scoring.anchor(kind, text_only=rule is matching.TEXT_ONLY)
+    kept = set(heapq.nlargest(CANDIDATES, partial,
+                              key=lambda r: partial[r] + lexical[r]))
+    if floor is not None:
+        lowest = floor - (scoring.MAX_OUTCOME_BOOST if boosts else 0.0)
+        reach = _reach(partial, lexical, context, anchor, lowest)
+        most = rule.title + rule.share + rule.all_title + rule.rare_full
+        unread = [r for r in matched if r not in pool and partial[r] + most >= reach]
+        extra = set(heapq.nlargest(EXTRA_LEXICAL, unread, key=partial.__getitem__))
+        _read(texts_of, extra, asked, lex, titles, kinds)
+        lexical.update({rid: _lexical_part(lex.get(rid, none), rule) for rid in extra})
+        reach = _reach(partial, lexical, context, anchor, lowest)
+        kept |= {rid for rid in partial if partial[rid] + lexical[rid] >= reach}
+    _read(texts_of, {rid for rid in kept if rid not in titles}, None, lex, titles, kinds)
+    kept = {rid for rid in kept if rid in titles}  # a record deleted since
+    evidence = {rid: matching.Evidence(dense.get(rid), None if text is None else
+                                       texts.get(rid, 0.0), lex.get(rid, none))
+                for rid in kept}
+    asked_title = doctext.title_form(query)
+    order = list(kept)
+    found = matching.score([matching.Candidate(evidence[r], anchor,
+                                               _is_title(titles[r], asked_title))
+                            for r in order], context)
+    return Found(evidence, kinds, titles, dict(zip(order, found, strict=True)), context)
 
 
-def _order(hit: Hit) -> tuple[float, float, str]:
+def hits(found: Found, rows: Iterable[dict[str, Any]]) -> list[Hit]:
+    """The hits of the candidates ``rows`` (what each shows, with a protocol's
+    ``successes`` and ``failures`` when outcomes count), best first."""
+    out = []
+    for row in rows:
+        rid = row["rid"]
+        wins, losses = row.pop("successes", None), row.pop("failures", None)
+        outcomes = None if wins is None else matching.Outcomes(wins, losses)
+        scored = found.scores[rid].boosted(outcomes)
+        e = found.evidence[rid]
+        out.append(Hit(rid, row["kind"], row["entity_id"], scored.score, e.dense, e.text,
+                       row, e.lexical, outcomes, scored))
+    out.sort(key=order)
+    return out
+
+
+def merged(first: Ranked, second: Ranked, query_vector: np.ndarray | None) -> Ranked:
+    """The protocols' and the knowledge entries' rankings as one."""
+    terms = first.terms if first.terms is not None else second.terms
+    return Ranked(sorted(first.hits + second.hits, key=order), first.mode, first.degraded,
+                  first.hint, query_vector, terms, {**first.contexts, **second.contexts})
+
+
+def order(hit: Hit) -> tuple[float, float, str]:
     """Best first: by score, then by strength (candidates close to the strongest share
     its score), then by title."""
     return (-hit.score, -(hit.evidence.strength if hit.evidence else 0.0), hit.row["title"])
 
 
-def _count(conn: Connection, space: str, kinds: Sequence[str]) -> int:
-    c = schema.search_docs.c
-    return int(conn.execute(select(func.count()).where(
-        (c.space == space) & c.kind.in_(list(kinds)))).scalar_one())
+def _lexical_part(lex: Lexical, rule: matching.Rule) -> float:
+    """The lexical part of ``matching.parts``."""
+    return matching.parts(matching.Evidence(None, None, lex), rule)[1]
+
+
+def _reach(partial: Mapping[int, float], lexical: Mapping[int, float],
+           context: matching.Context, anchor: float, floor: float) -> float:
+    """The least strength that can score ``floor`` (minus infinity for a floor of 0)."""
+    if floor <= 0.0 or not partial:
+        return -float("inf")
+    z_top = max(partial[r] + lexical[r] for r in partial)
+    rho = matching.relevance(((partial[r], lexical[r]) for r in partial), context.best_dense,
+                             context.background, context.n_docs, context.rule)
+    distance = context.reach(rho, anchor, min(floor, matching.MAX_SCORE))
+    return z_top - distance if distance >= 0 else float("inf")
+
+
+def _read(texts_of: TextsOf, rids: set[int], asked: Words | None, lex: dict[int, Lexical],
+          titles: dict[int, str], kinds: dict[int, str]) -> None:
+    """Titles and kinds of ``rids``, and with ``asked`` their lexical evidence."""
+    if not rids:
+        return
+    informative = asked is not None and bool(asked.informative)
+    for row in texts_of(rids, informative):
+        kinds[row.rid], titles[row.rid] = row.kind, row.title
+        if asked is not None and informative:
+            lex[row.rid] = asked.of(*asked.holds(row.title, f"{row.labels}\n{row.body}"))
+
+
+def _is_title(title: str, asked: str) -> bool:
+    """Whether a query (``asked``, in ``doctext.title_form``) is this title; a title of
+    another length cannot be (template noise and spacing aside)."""
+    return abs(len(title) - len(asked)) <= 8 and doctext.title_form(title) == asked

@@ -14,8 +14,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from ..domain.responses import SessionInfo
-
-MAX_LAST_QUERIES = 20
+from ..store.sessions import MAX_LAST_QUERIES, merged
 
 
 class Sessions(Protocol):
@@ -44,14 +43,6 @@ class Session:
     def snapshot(self) -> SessionInfo:
         return {"session_id": self.session_id, "viewed_ids": list(self.viewed_ids),
                 "cited_ids": list(self.cited_ids), "last_queries": list(self.last_queries)}
-
-
-def _add_unique(target: list[str], ids: Iterable[str]) -> None:
-    seen = set(target)
-    for i in ids:
-        if i not in seen:
-            target.append(i)
-            seen.add(i)
 
 
 class SessionStore:
@@ -105,10 +96,10 @@ class SessionStore:
             if query:
                 session.last_queries.append(query)
                 del session.last_queries[:-MAX_LAST_QUERIES]
-            _add_unique(session.viewed_ids, viewed)
+            session.viewed_ids[:] = merged(session.viewed_ids, viewed)
 
     def cite(self, session_id: str, ids: Iterable[str]) -> SessionInfo:
         with self._lock:
             session = self._touch(session_id)
-            _add_unique(session.cited_ids, ids)
+            session.cited_ids[:] = merged(session.cited_ids, ids)
             return session.snapshot()

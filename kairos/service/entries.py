@@ -28,7 +28,7 @@ from ..domain.responses import (
 )
 from ..domain.uris import new_id
 from ..search.documents import DocSpec, entry_doc
-from ..search.service import DUPLICATE_SEQ
+from ..search.duplicates import DUPLICATE_SEQ
 from ..search.snippets import make_snippet, truncate
 from ..store.repo import Repo
 from .clock import now

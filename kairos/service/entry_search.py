@@ -83,7 +83,7 @@ class EntrySearch:
             "min_score": min_score,
             "warnings": warnings,
             "session_applied": sid is not None,
-            "provider": self.search.provider,
+            "provider": self.search.embedder.name,
             "search_mode": ranked.mode,
             "degraded": ranked.degraded,
             "provider_hint": hint,
@@ -91,7 +91,7 @@ class EntrySearch:
         if req.explain:
             result["explain"] = explain(
                 self.store, ranked, req.query, threshold=min_score, limit=req.limit,
-                model_id=self.search.embedder.model_id if self.search.vectors_ready else None)
+                model_id=self.search.embedder.model_id if self.search.embedder.ready else None)
         return result
 
     def _results(self, page: list[tuple[float, Hit, bool]], req: Unified,
@@ -120,7 +120,7 @@ class EntrySearch:
                     "score": round(score, 4),
                     "rank": req.offset + i + 1,
                     "reason": "; ".join(reasons),
-                    "provider": self.search.provider,
+                    "provider": self.search.embedder.name,
                     "degraded": ranked.degraded,
                     "hint": hint,
                     "provider_hint": hint,

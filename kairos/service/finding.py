@@ -38,7 +38,7 @@ class ProtocolFinder:
             # alone served it.
             response["degraded"] = True
             response["search_mode"] = ranked.mode
-            response["provider"] = self.search.provider
+            response["provider"] = self.search.embedder.name
             response["provider_hint"] = ranked.hint
         return response
 
@@ -47,6 +47,6 @@ class ProtocolFinder:
         match (``search.explain``)."""
         text = req.query.strip()
         ranked = self.search.rank(text, space=caller.space, kinds=("protocol",), boosts=True)
-        model_id = self.search.embedder.model_id if self.search.vectors_ready else None
+        model_id = self.search.embedder.model_id if self.search.embedder.ready else None
         return explain(self.store, ranked, text, threshold=self.threshold,
                        limit=req.limit or SEARCH_DEFAULT, model_id=model_id)

@@ -8,15 +8,12 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import insert, select
-
 from ..domain import engine, markdown
 from ..domain.errors import CONFLICT, DUPLICATE_CHAIN, ConflictError
 from ..domain.markdown import title_key
 from ..domain.versions import content_hash, step_entries
 from ..search.documents import DocSpec, entry_doc, protocol_doc
-from ..store import schema
-from ..store.schema import entry_table
+from ..store import space_rows
 from .import_rows import Row
 
 if TYPE_CHECKING:
@@ -34,25 +31,15 @@ def moved(space: str, old: str) -> str:
     return str(uuid.uuid5(uuid.NAMESPACE_URL, f"kairos-import:{space}:{old}"))
 
 
-def _spaces(repo: Repo, table: Any, ids: Iterable[str]) -> dict[str, str]:
-    """The space of each id the table already holds."""
-    out: dict[str, str] = {}
-    ids = list(ids)
-    for i in range(0, len(ids), 500):
-        q = select(table.c.id, table.c.space).where(table.c.id.in_(ids[i:i + 500]))
-        out.update({r[0]: r[1] for r in repo.conn.execute(q)})
-    return out
-
-
 class _Places:
     """Each id of one table: its id in the space, and whether the space already holds it
     (then the stored record is kept and the file's row skipped)."""
 
-    def __init__(self, repo: Repo, table: Any, ids: Iterable[str], space: str) -> None:
+    def __init__(self, repo: Repo, table: str, ids: Iterable[str], space: str) -> None:
         ids = list(ids)
-        held = _spaces(repo, table, ids)
+        held = space_rows.spaces_of(repo.conn, table, ids)
         away = {i: moved(space, i) for i in ids if held.get(i, space) != space}
-        held_away = _spaces(repo, table, away.values())
+        held_away = space_rows.spaces_of(repo.conn, table, away.values())
         self.ids = {i: away.get(i, i) for i in ids}
         self.kept = {i for i in ids if held.get(i) == space
                      or held_away.get(away.get(i, ""), "") == space}
@@ -67,7 +54,7 @@ class Plan:
                  space: str) -> None:
         self.space, self.checked, self.drafts = space, checked, drafts
         protos = {v["id"]: (row, v) for row, v in checked["protocols"]}
-        self.protocols = _Places(repo, schema.protocols, protos, space)
+        self.protocols = _Places(repo, "protocols", protos, space)
         self._titles(repo, protos)
         self.step_ids = self._step_ids(repo)
         self.versions = self._versions(repo)
@@ -86,12 +73,11 @@ class Plan:
             if run["failed_step_id"] not in (None, *known):
                 raise row.refuse("failed_step_id", "a step of its protocol version, or null",
                                  run["failed_step_id"])
-        self.runs = _Places(repo, schema.runs, (v["id"] for _, v in checked["runs"]), space)
-        self.learned = _Places(repo, schema.learned_triggers,
+        self.runs = _Places(repo, "runs", (v["id"] for _, v in checked["runs"]), space)
+        self.learned = _Places(repo, "learned_triggers",
                                (v["id"] for _, v in checked["learned_triggers"]), space)
-        self.entries = {table: _Places(repo, entry_table(kind),
-                                       (v["id"] for _, v in checked[table]), space)
-                        for table, kind in _ENTRIES.items()}
+        self.entries = {table: _Places(repo, table, (v["id"] for _, v in checked[table]), space)
+                        for table in _ENTRIES}
         self.codes = {r["code"] for r in repo.categories(space)}
 
     def _versions(self, repo: Repo) -> dict[str, dict[int, list[str]]]:
@@ -99,9 +85,7 @@ class Plan:
         (a protocol of the file without any has its text as version 1), and the built-in
         protocols' versions in this store."""
         out: dict[str, dict[int, list[str]]] = defaultdict(dict)
-        builtin = [r[0] for r in repo.conn.execute(
-            select(schema.protocols.c.id).where(schema.protocols.c.builtin.is_(True)))]
-        for pid in builtin:
+        for pid in space_rows.builtin_protocols(repo.conn):
             for held in repo.versions_of(pid):
                 out[pid][held["version"]] = [s["id"] for s in held["steps"]]
         for _, v in self.checked["protocol_versions"]:
@@ -111,9 +95,7 @@ class Plan:
             if proto["id"] not in out:
                 out[proto["id"]][1] = [v["id"] for v in steps
                                        if v["protocol_id"] == proto["id"]]
-        pv = schema.protocol_versions.c
-        self.held_versions = {(r["protocol_id"], r["version"]) for r in repo.all(
-            select(pv.protocol_id, pv.version).where(pv.protocol_id.in_(list(out))))}
+        self.held_versions = space_rows.held_versions(repo.conn, out)
         return dict(out)
 
     def _titles(self, repo: Repo, protos: dict[str, tuple[Row, dict[str, Any]]]) -> None:
@@ -140,7 +122,7 @@ class Plan:
         """A step's id in the space: as its protocol's when that is kept; for a new
         protocol, its own unless the store holds it (in any protocol), then moved."""
         ids = {v["id"]: v["protocol_id"] for _, v in self.checked["steps"]}
-        held = _spaces(repo, schema.steps, ids)
+        held = space_rows.spaces_of(repo.conn, "steps", ids)
         out = {}
         for i, pid in ids.items():
             if pid in self.protocols.kept:
@@ -149,7 +131,7 @@ class Plan:
                 out[i] = moved(self.space, i) if i in held else i
         fresh = [out[i] for i, pid in ids.items() if pid not in self.protocols.kept
                  and out[i] != i]
-        if _spaces(repo, schema.steps, fresh):
+        if space_rows.spaces_of(repo.conn, "steps", fresh):
             raise ConflictError(CONFLICT, "A step id cannot be given a free id in space "
                                 f"'{self.space}'; nothing was imported.", field="steps.id")
         return out
@@ -207,7 +189,7 @@ class Plan:
 
     def write(self, repo: Repo) -> dict[str, int]:
         """Insert every new row in the caller's transaction; the counts per table."""
-        space, conn = self.space, repo.conn
+        space = self.space
         rows: dict[str, list[dict[str, Any]]] = {
             "categories": [{**v, "space": space} for v in self._new("categories")],
             "protocols": [{**v, "id": self.protocols.ids[v["id"]], "space": space,
@@ -239,7 +221,7 @@ class Plan:
         for table in ("categories", "protocols", "steps", "runs", "proofs", "attestations",
                       "learned_triggers", "protocol_versions", *_ENTRIES):
             if rows[table]:
-                conn.execute(insert(schema.metadata.tables[table]), rows[table])
+                space_rows.insert_rows(repo.conn, table, rows[table])
         for proto in rows["protocols"]:
             repo.create_metrics(proto["id"], space, [s["id"] for s in rows["steps"]
                                                      if s["protocol_id"] == proto["id"]])

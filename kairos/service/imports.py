@@ -28,8 +28,6 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy.exc import DBAPIError
-
 from ..domain import limits, markdown
 from ..domain.bundle_format import content_hash
 from ..domain.caller import Caller
@@ -38,6 +36,7 @@ from ..domain.limits import Limits
 from ..domain.proof import verify_chain
 from ..domain.responses import Imported
 from ..domain.texts import GENESIS_HASH
+from ..store.faults import Refused
 from . import import_rows as rows_
 from .entries import validated_entry
 from .import_plan import Checked, Plan
@@ -331,7 +330,7 @@ def import_lines(kairos: Kairos, lines: Iterable[bytes | str], caller: Caller) -
             inserted = plan.write(repo)
             for spec, vector in zip(specs, vectors, strict=True):
                 engine_.index(repo, [spec], vector)
-    except DBAPIError:
+    except Refused:
         raise ConflictError(CONFLICT, f"Space '{space}' changed while importing (another "
                             "writer stored a record this file holds); nothing was imported. "
                             "Import again.", field="file") from None

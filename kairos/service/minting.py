@@ -12,8 +12,6 @@ from dataclasses import replace
 from importlib import resources
 from typing import Any
 
-from sqlalchemy.exc import IntegrityError
-
 from ..domain import errors, markdown
 from ..domain.caller import Caller
 from ..domain.errors import ConflictError, KairosError, ValidationError
@@ -29,8 +27,10 @@ from ..domain.responses import (
 )
 from ..domain.uris import new_id, to_uri
 from ..search.documents import protocol_doc
-from ..search.service import DUPLICATE_SEQ, SearchService
+from ..search.duplicates import DUPLICATE_SEQ
+from ..search.service import SearchService
 from ..store.db import Store
+from ..store.faults import Clash
 from ..store.repo import Repo, Row
 from .clock import now
 from .protocols import BUILTIN_SPACE, Indexed, ProtocolService
@@ -109,7 +109,7 @@ class Minter:
     def _mint(self, drafts: list[markdown.ProtocolDraft], prepared: Sequence[Indexed],
               caller: Caller, llm_model_id: str | None, force_update: bool) -> MintResult:
         """Check, then commit, in the space's turn: the duplicate checks are plain reads
-        before the write, and the write guard (``SearchService.guard``) sends a mint back
+        before the write, and the write guard (``search.duplicates``) sends a mint back
         to check again should a writer that did not wait its turn have committed since."""
         for _ in range(GUARD_ATTEMPTS):
             seen = self.search.version(caller.space, "protocol")
@@ -126,7 +126,7 @@ class Minter:
                                                        indexed=indexed, check=check))
             except _Stale:
                 continue
-            except IntegrityError:
+            except Clash:
                 # Another writer stored the same title between our check and our insert.
                 raise ConflictError(errors.DUPLICATE_CHAIN,
                                     "A protocol with this title was just stored by another "
@@ -328,7 +328,7 @@ class Minter:
                     self._store_draft(repo, draft, BUILTIN_SPACE, None, True, builtin=True,
                                       protocol_id=pid, step_ids=ids, source_hash=digest)
                 changed.append(to_uri(first_id))
-            except IntegrityError:
+            except Clash:
                 continue  # another process installed it at the same moment
         return changed
 

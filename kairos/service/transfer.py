@@ -13,10 +13,8 @@ import base64
 from collections.abc import Iterator
 from typing import Any
 
-from sqlalchemy import Table, select
-
 from ..domain.caller import Caller
-from ..store import schema
+from ..store import schema, space_rows
 from ..store.db import Store
 from .clock import now
 
@@ -58,7 +56,7 @@ NATURAL_KEYS: dict[str, tuple[str, ...]] = {
 }
 
 
-def tables() -> list[Table]:
+def tables() -> list[schema.Table]:
     """Exported tables in dependency order; an unclassified table is an error."""
     unknown = sorted(set(schema.metadata.tables) - set(SCOPES) - set(NOT_EXPORTED))
     if unknown:
@@ -67,19 +65,12 @@ def tables() -> list[Table]:
     return [table for table in schema.metadata.sorted_tables if table.name in SCOPES]
 
 
-def _store_key(table: Table) -> str | None:
+def _store_key(table: schema.Table) -> str | None:
     """The integer primary key the store assigns, which never leaves the store."""
     pk = list(table.primary_key.columns)
     if len(pk) == 1 and table.name in NATURAL_KEYS:
         return pk[0].name
     return None
-
-
-def _where(table: Table, space: str) -> Any:
-    scope = SCOPES[table.name]
-    if scope == BY_SPACE:
-        return table.c.space == space
-    return table.c.run_id.in_(select(schema.runs.c.id).where(schema.runs.c.space == space))
 
 
 def _encode(value: Any) -> Any:
@@ -98,10 +89,10 @@ def export_records(store: Store, caller: Caller) -> Iterator[dict[str, Any]]:
     with store.read() as repo:
         for table in ordered:
             skip = _store_key(table)
-            order = [c for c in table.primary_key.columns if c.name != skip] or [
-                table.c[n] for n in NATURAL_KEYS.get(table.name, ())]
-            query = select(table).where(_where(table, caller.space)).order_by(*order)
-            for row in repo.conn.execute(query).mappings():
+            order = [c.name for c in table.primary_key.columns if c.name != skip] or list(
+                NATURAL_KEYS.get(table.name, ()))
+            for row in space_rows.of_space(repo.conn, table.name, caller.space,
+                                           by_run=SCOPES[table.name] == BY_RUN, order=order):
                 yield {"table": table.name,
                        "row": {k: _encode(v) for k, v in row.items() if k != skip}}
 

@@ -11,8 +11,8 @@ from typing import Any, TypeVar
 
 F = TypeVar("F", bound=Callable[..., Any])
 GUARD_ATTEMPTS = 20
-"""How many times a checked write checks again when the write guard (``SearchService
-.guard``) finds that another checked write came between its check and its write."""
+"""How many times a checked write checks again when the write guard (``search.duplicates``)
+finds that another checked write came between its check and its write."""
 
 
 def in_turn(method: F) -> F:

@@ -15,7 +15,7 @@ from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import Engine, create_engine, event, make_url, text
 from sqlalchemy.engine import Connection
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from ..domain.errors import (
     DATABASE_UNAVAILABLE,
@@ -23,7 +23,7 @@ from ..domain.errors import (
     STORAGE_READ_ONLY,
     StorageError,
 )
-from .faults import Standing, fault_of
+from .faults import Clash, Refused, Standing, fault_of
 from .repo import Repo
 from .serial import SpaceLocks
 from .text_index import SQLITE_MATCHES, PgFts, SqliteFts, TextIndex
@@ -129,19 +129,21 @@ class Store:
 
     @contextmanager
     def faults(self) -> Iterator[None]:
-        """Turn a storage fault met inside into a ``StorageError`` (and remember it); any
-        other error stays as it was."""
+        """Turn a storage fault met inside into a ``StorageError`` (and remember it), any
+        other error of the database into a ``faults.Refused``."""
         try:
             yield
         except (DBAPIError, OSError) as exc:
             code = fault_of(exc)
+            orig = getattr(exc, "orig", None) or exc
+            reason = (str(orig).strip().splitlines() or [""])[0][:200]
+            if code is None and isinstance(exc, DBAPIError):
+                raise (Clash if isinstance(exc, IntegrityError) else Refused)(reason) from exc
             if code is None:
                 raise
             if (code == DATABASE_UNAVAILABLE and self.path is not None
                     and not os.access(self.path.parent, os.W_OK)):
                 code = STORAGE_READ_ONLY  # SQLite cannot open its files for writing
-            orig = getattr(exc, "orig", None) or exc
-            reason = (str(orig).strip().splitlines() or [""])[0][:200]
             self.standing.met(code, reason)
             raise StorageError(code, self.where, reason) from exc
 

@@ -35,6 +35,15 @@ _ERRNO = {errno.ENOSPC: STORAGE_FULL, errno.EDQUOT: STORAGE_FULL,
 REMEMBER_SECONDS = 60.0
 
 
+class Refused(Exception):
+    """The database refused a statement for what it asked, not for the storage behind it:
+    a row another writer stored first, a lost race (PostgreSQL: a deadlock), a bug."""
+
+
+class Clash(Refused):
+    """A key or constraint the statement broke: another writer stored the same first."""
+
+
 def fault_of(exc: BaseException) -> str | None:
     if isinstance(exc, DBAPIError):
         if exc.connection_invalidated:
@@ -75,4 +84,4 @@ class Standing:
         return self.code, self.reason
 
 
-__all__ = ["REMEMBER_SECONDS", "Standing", "fault_of"]
+__all__ = ["REMEMBER_SECONDS", "Clash", "Refused", "Standing", "fault_of"]

@@ -16,7 +16,8 @@ from .db import Store
 MAX_LAST_QUERIES = 20
 
 
-def _merge(current: list[str], ids: Iterable[str]) -> list[str]:
+def merged(current: list[str], ids: Iterable[str]) -> list[str]:
+    """``current`` then the ``ids`` it does not hold yet, in order."""
     out = list(current)
     seen = set(out)
     for i in ids:
@@ -78,8 +79,8 @@ class DbSessionStore:
                 self._evict(conn, now)
             else:
                 values = {k: list(row[k]) for k in ("viewed_ids", "cited_ids", "last_queries")}
-            values["viewed_ids"] = _merge(values["viewed_ids"], viewed)
-            values["cited_ids"] = _merge(values["cited_ids"], cited)
+            values["viewed_ids"] = merged(values["viewed_ids"], viewed)
+            values["cited_ids"] = merged(values["cited_ids"], cited)
             if query:
                 values["last_queries"] = (values["last_queries"] + [query])[-MAX_LAST_QUERIES:]
             conn.execute(update(schema.search_sessions).where(

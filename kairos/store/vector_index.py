@@ -19,7 +19,7 @@ from sqlalchemy.engine import Connection
 from threadpoolctl import threadpool_limits
 
 from ..domain import scoring
-from . import schema
+from . import schema, search_docs
 
 
 class VectorIndex(Protocol):
@@ -70,9 +70,7 @@ def _roles(roles: Sequence[str] | None, n: int) -> Sequence[str]:
 
 
 def _version(conn: Connection) -> int:
-    meta = schema.index_meta.c
-    row = conn.execute(select(meta.value).where(meta.key == "version")).first()
-    return int(row[0]) if row else 0
+    return int(search_docs.meta(conn, "version") or 0)
 
 
 def _bump(conn: Connection) -> int:
