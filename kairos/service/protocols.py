@@ -77,8 +77,7 @@ class ProtocolService:
             raise NotFoundError(f"No protocol step at {uri}.", field=field)
         return RunContext(
             {"id": step_id, "position": position},
-            {"id": protocol_id, "space": found["p_space"], "builtin": found["p_builtin"],
-             "updated_at": found["p_updated_at"], "version": found["p_version"]},
+            {"id": protocol_id, "builtin": found["p_builtin"]},
             steps, run)
 
     def version_steps(self, repo: Repo, protocol_id: str, version: int) -> RunSteps:

@@ -11,7 +11,7 @@ written last, in one lock order (``store.counts``).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from ..domain import engine, errors, limits
 from ..domain.caller import Caller
@@ -36,6 +36,15 @@ T = TypeVar("T")
 
 #: A run as the run loop reads it: a row of ``runs`` (a mapping of its columns).
 RunRow = Mapping[Any, Any]
+
+
+class _Judged(NamedTuple):
+    """An answer judged and written: what to show, the run as the swap wrote it, and how
+    many proofs it holds now (None: refused, no proof added)."""
+
+    response: StepResult | None  # None: the last step's answer, proven
+    run: RunRow
+    proofs: int | None
 
 
 class _Lost(Exception):
@@ -143,11 +152,11 @@ class RunService:
                         f"{refused_at + 1}. Call kairos_begin with {to_uri(ctx.steps.ids[0])} "
                         "to start one.", field="uri")
                 counts = _counts(run)
-                response = self._judge(repo, run, self._steps(repo, ctx, run), solution, uri,
-                                       "kairos_next", counts)
+                judged = self._judge(repo, run, self._steps(repo, ctx, run), solution, uri,
+                                     "kairos_next", counts)
                 repo.count(counts)
-                assert response is not None  # the step after the one answered: never past
-                return response              # the last
+                assert judged.response is not None  # the step after the one answered: never
+                return judged.response              # past the last
 
         return _retrying(answer, "answering")
 
@@ -173,20 +182,21 @@ class RunService:
                         f"with {to_uri(ctx.steps.ids[0])} first.", field="uri")
                 counts = _counts(run)
                 counted_before = _counted(run)
+                proofs = None
                 if solution is not None:
                     if run["challenge"] is None:
                         raise ValidationError(
                             "solution", "no solution: every step of this run is already proven")
                     judged = self._judge(repo, run, self._steps(repo, ctx, run), solution,
                                          uri, "kairos_attest", counts)
-                    if judged is not None and "error_code" in judged:
+                    if judged.proofs is None:  # refused: answered as kairos_next would
+                        assert judged.response is not None
                         repo.count(counts)
-                        return judged
-                    run = repo.run(run["id"])
-                    assert run is not None
+                        return judged.response
+                    run, proofs = judged.run, judged.proofs
                 return self.record_outcome(repo, run, ctx.step["id"], req.outcome,
                                            req.message, req.quality_bonus, req.llm_model_id,
-                                           counts, counted_before)
+                                           counts, counted_before, proofs)
 
         return _retrying(record, "attesting")
 
@@ -218,18 +228,20 @@ class RunService:
 
     def record_outcome(self, repo: Repo, run: RunRow, step_id: str, outcome: Outcome,
                        message: str, bonus: float, model: str | None, counts: Counts,
-                       counted_before: Any = _FROM_RUN) -> AttestResult:
+                       counted_before: Any = _FROM_RUN,
+                       proofs: int | None = None) -> AttestResult:
         """Record the outcome of ``run`` (as read in this write), attested at ``step_id``,
         if the run is still as read; else raise ``_Lost``. The protocol's counters move
         from what the run counted as before (``counted_before``, by default what ``run``
-        counts as) to what it counts as now (see ``_counted``); ``counts`` is written."""
+        counts as) to what it counts as now (see ``_counted``); ``counts`` is written.
+        ``proofs``: how many the run holds, when this write knows (else counted)."""
         if counted_before is _FROM_RUN:
             counted_before = _counted(run)
         stamp = now()
         failed_step = step_id if outcome == "failure" else None
-        if not repo.swap_run(run, status=engine.FINISHED, outcome=outcome,
-                             outcome_model=model, failed_step_id=failed_step,
-                             message=message, quality_bonus=bonus, updated_at=stamp):
+        if repo.swap_run(run, status=engine.FINISHED, outcome=outcome,
+                         outcome_model=model, failed_step_id=failed_step,
+                         message=message, quality_bonus=bonus, updated_at=stamp) is None:
             raise _Lost
         proven = bool(run["proven"])
         counted = _counted(run, outcome)
@@ -253,9 +265,9 @@ class RunService:
                                 protocol_id=run["protocol_id"], step_uri=to_uri(step_id),
                                 outcome=outcome, message=message, quality_bonus=bonus,
                                 llm_model_id=model, proven=proven, created_at=stamp)
-        repo.count(counts)
         if outcome == "success" and proven and self.protocols.search is not None:
             self.protocols.search.learning.learn(repo, run)  # the searches that led here
+        repo.count(counts)  # last: the statistics' row locks are held until commit
         return {
             "uri": to_uri(step_id),
             "run_id": run["id"],
@@ -265,7 +277,7 @@ class RunService:
             "quality_bonus": bonus,
             "llm_model_id": model,
             "proof_hash": run["head"],
-            "proofs": repo.proof_count(run["id"]),
+            "proofs": repo.proof_count(run["id"]) if proofs is None else proofs,
             "rated_at": stamp,
             "next_action": "Run finished. Report the outcome to the user.",
         }
@@ -311,10 +323,10 @@ class RunService:
         return run
 
     def _judge(self, repo: Repo, run: RunRow, loaded: RunSteps, solution: Any, sent_uri: str,
-               tool: str, counts: Counts) -> StepResult | None:
+               tool: str, counts: Counts) -> _Judged:
         """Answer the run's pending challenge: the step to show next (a refusal: the
-        same step, with a fresh challenge), None once the last step is proven; ``_Lost``
-        when another writer won the run."""
+        same step, with a fresh challenge; the last step's answer: what the engine says of
+        it); ``_Lost`` when another writer won the run."""
         steps = loaded.views
         state = _state(run)
         if state.challenge is None or state.step_index >= len(steps):
@@ -332,7 +344,8 @@ class RunService:
                      and run["status"] == engine.ACTIVE and run["outcome"] is None)
         if completes:
             values["outcome"] = "success"
-        if not repo.swap_run(run, **values):
+        swapped = repo.swap_run(run, **values)
+        if swapped is None:
             raise _Lost
         step_id = loaded.ids[state.step_index]
         if decision.state.challenge is not None:
@@ -340,9 +353,9 @@ class RunService:
                               decision.state.attempt, stamp)
         if isinstance(decision, engine.Refused):
             counts.step(step_id, refused=1)
-            return decision.response
-        repo.insert_proof(run["id"], repo.proof_count(run["id"]), decision.record, stamp)
+            return _Judged(decision.response, swapped, None)
+        proofs = repo.append_proof(run["id"], decision.record, stamp)
         counts.step(step_id, accepted=1)
         if completes:
             counts.add(last_outcome="success", last_run_at=stamp)
-        return decision.response
+        return _Judged(decision.response, swapped, proofs)

@@ -40,7 +40,7 @@ class RunContext:
     run; then the current version's), and that run."""
 
     step: dict[str, Any]       # id, position (in ``steps``)
-    protocol: dict[str, Any]   # id, space, builtin, updated_at, version (the current one)
+    protocol: dict[str, Any]   # id, builtin
     steps: RunSteps
     run: dict[str, Any] | None
 
