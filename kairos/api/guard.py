@@ -15,6 +15,7 @@ from typing import Any
 from urllib.parse import unquote
 
 import anyio
+import anyio.lowlevel
 from starlette.responses import JSONResponse
 
 from ..domain import limits
@@ -26,7 +27,7 @@ from ..domain.errors import (
     TooLargeError,
     ValidationError,
 )
-from ..domain.json_scan import JsonScan
+from ..domain.json_scan import PIECE, JsonScan
 from ..domain.limits import Limits
 from ..domain.validation import invalid
 from .admission import Admission
@@ -228,7 +229,12 @@ class Gate:
                 if size > limit:
                     await refuse(scope, send, TooLargeError(limit), mcp_path=self.mcp_path)
                     return None
-                scan.feed(chunk)  # each message as it comes: the loop serves others between
+                # Each message as it comes, a piece at a time: other requests are served
+                # between pieces, whatever the body holds.
+                for start in range(0, len(chunk), PIECE):
+                    if start:
+                        await anyio.lowlevel.checkpoint()
+                    scan.feed(chunk[start:start + PIECE])
                 if utf8 is not None:
                     utf8.feed(chunk)
                 chunks.append(chunk)
