@@ -4,7 +4,7 @@ are, and when (and how) the server sheds — on SQLite and on PostgreSQL.
     python bench/backpressure.py [--seconds 20] [--levels 16,20,64,256] [--rounds 3]
                                  [--client-processes 2] [--protocols 300]
                                  [--backends sqlite,pg] [--mint-every 8] [--json FILE]
-                                 [--env KEY=VALUE ...]
+                                 [--log FILE] [--env KEY=VALUE ...]
 
 One `kairos serve` per backend (defaults: 16 in flight, 64 waiting, 5 s wait), with 300
 tldr protocols minted first. Each client loops over a mixed agent workload: a search
@@ -258,6 +258,7 @@ def main() -> None:
     p.add_argument("--env", action="append", default=[],
                    help="KEY=VALUE for each server (e.g. KAIROS_MAX_QUEUE=1)")
     p.add_argument("--json", type=Path, default=RESULTS / "backpressure.json")
+    p.add_argument("--log", type=Path, help="keep the servers' log in this file")
     a = p.parse_args()
     levels = [int(x) for x in a.levels.split(",")]
     pages = [pg for pg in load_pages(platform="common") if pg.examples]
@@ -293,6 +294,8 @@ def main() -> None:
             a.json.parent.mkdir(parents=True, exist_ok=True)
             a.json.write_text(json.dumps(result, indent=1))
     finally:
+        if a.log and (root / "servers.log").exists():
+            shutil.copy(root / "servers.log", a.log)
         shutil.rmtree(root, ignore_errors=True)
     result["machine"]["load_avg_end"] = machine()["load_avg"]
     a.json.write_text(json.dumps(result, indent=1))

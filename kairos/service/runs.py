@@ -265,9 +265,10 @@ class RunService:
                                 protocol_id=run["protocol_id"], step_uri=to_uri(step_id),
                                 outcome=outcome, message=message, quality_bonus=bonus,
                                 llm_model_id=model, proven=proven, created_at=stamp)
+        repo.count(counts)  # first: its lock on the protocol's statistics row makes the
+        # attests of one protocol learn in turn (two learning one trigger would collide)
         if outcome == "success" and proven and self.protocols.search is not None:
             self.protocols.search.learning.learn(repo, run)  # the searches that led here
-        repo.count(counts)  # last: the statistics' row locks are held until commit
         return {
             "uri": to_uri(step_id),
             "run_id": run["id"],
