@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import re
 
-import numpy as np
-
 from .errors import ValidationError
 
 JSON_VALUES = 100_000
@@ -39,9 +37,10 @@ def _table(**marks: bytes) -> bytes:
 
 
 _NOT_BRACKET = bytes(b for b in range(256) if b not in b"[]{}")
-#: What each bracket does to the depth (indexed by its byte).
-_STEP = np.zeros(256, dtype=np.int64)
-_STEP[list(b"[{")], _STEP[list(b"]}")] = 1, -1
+#: What each bracket does to the depth, by its byte.
+_STEP = [0] * 256
+_STEP[ord("[")] = _STEP[ord("{")] = 1
+_STEP[ord("]")] = _STEP[ord("}")] = -1
 _QUOTED = re.compile(rb'"[^"]*"')  # tried at quotes only: an unclosed one fails once, at the end
 #: Numbers by their shape: digits as 0, exponent letters as e, signs as +.
 NUMBER_SHAPE = _table(**{"0": b"0123456789", "e": b"eE", "+": b"+-"})
@@ -147,7 +146,10 @@ class JsonScan:
         limit = self.depth_limit
         if limit is not None and self.deepest > limit:
             return  # already past it: counting further changes nothing
-        levels = _STEP[np.frombuffer(brackets, dtype=np.uint8)].cumsum() + self.depth
+        import numpy as np  # here: a start that checks no body (``kairos mcp``) needs none
+
+        steps = np.asarray(_STEP, dtype=np.int64)
+        levels = steps[np.frombuffer(brackets, dtype=np.uint8)].cumsum() + self.depth
         self.depth, self.deepest = int(levels[-1]), max(self.deepest, int(levels.max()))
         self.unbalanced = self.unbalanced or int(levels.min()) < 0
         if limit is not None and self.deepest > limit and self.checks:
