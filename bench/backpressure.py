@@ -1,27 +1,40 @@
 """Mixed load at rising concurrency: how many answers succeed, how fast the admitted ones
 are, and when (and how) the server sheds — on SQLite and on PostgreSQL.
 
-    python bench/backpressure.py [--seconds 20] [--levels 16,20,64,256] [--protocols 300]
+    python bench/backpressure.py [--seconds 20] [--levels 16,20,64,256] [--rounds 3]
+                                 [--client-processes 2] [--protocols 300]
                                  [--backends sqlite,pg] [--mint-every 8] [--json FILE]
-                                 [--env KEY=VALUE ...]
+                                 [--log FILE] [--env KEY=VALUE ...]
 
 One `kairos serve` per backend (defaults: 16 in flight, 64 waiting, 5 s wait), with 300
 tldr protocols minted first. Each client loops over a mixed agent workload: a search
 (`/api/v1/protocols/search`), every ``--mint-every``-th time a mint of a new protocol into
 the same space, then a run (begin, next × steps, attest) of the protocol the search found.
-The levels run one after the other on the same server, for ``--seconds`` each; the
-16-client level is the baseline the others are read against.
+The levels run one after the other on the same server, for ``--seconds`` each, in
+``--rounds`` rounds, every other round in reverse order (16, 20, 64, 256, then 256, 64,
+20, 16, …): the store grows with every mint and the machine's load drifts, and a fixed
+order would hand every later level a bigger store and a different machine. The 16-client
+level is the baseline the others are read against, in the same round; a figure's ratio is
+the median of its rounds' ratios.
 
 A 503 is counted (with or without Retry-After) and retried after its Retry-After plus a
 random share of it, as a well-behaved client does; a 409 CONFLICT (a write told to retry)
-and any other 5xx are counted. The clients are one asyncio process (uvloop, the minimal
-HTTP/1.1 client of ``next_http.py``) on the same cores as the server.
+and any other 5xx are counted. The clients are spread over ``--client-processes``
+processes (uvloop, the minimal HTTP/1.1 client of ``next_http.py``; client i in process
+i mod P), on the same cores as the server: one process alone would serve 64 or 256
+connections from one event loop, and be the first thing to fall behind.
 
-Per level: successes/s (2xx answers completed inside the window), p50/p99 of admitted
-answers (everything but a 503, measured from the request to its answer, waiting in the
-server's queue included), the p99 over the 16-client p99, and the counts. Goals: no 503 at
-20 and 64 clients, successes/s at 64 ≥ at 16; at 256, every 503 with Retry-After and the
-admitted p99 ≤ 5× the 16-client p99.
+Besides the answers, each level records the CPU the server process spent (``/proc``) per
+success, and the clients' CPU: the server's CPU per success at 64 clients against 16 says
+whether a request waiting in the queue costs the server anything, whatever CPU the shared
+machine leaves it.
+
+Per level (summed over the rounds; rates and ratios as medians of the rounds):
+successes/s (2xx answers completed inside the window), p50/p99 of admitted answers
+(everything but a 503, measured from the request to its answer, waiting in the
+server's queue included), the p99 over the 16-client p99, server CPU per success, and
+the counts. Goals: no 503 at 20 and 64 clients, successes/s at 64 ≥ at 16; at 256, every
+503 with Retry-After and the admitted p99 ≤ 5× the 16-client p99.
 """
 
 from __future__ import annotations
@@ -29,8 +42,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import multiprocessing
 import random
+import resource
 import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -38,6 +54,8 @@ from collections import Counter
 from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
+
+import psutil
 
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]
@@ -122,19 +140,94 @@ async def agent(i: int, port: int, tally: Tally, queries: list[str], fresh: list
         await conn.close()
 
 
-async def level(port: int, clients: int, seconds: float, queries: list[str],
-                fresh: list[str], mint_every: int) -> dict[str, Any]:
+async def window(port: int, agents: range, seconds: float, queries: list[str],
+                 fresh: list[str], mint_every: int) -> dict[str, Any]:
+    """``agents`` for ``seconds``: the window's answers, and this process's CPU."""
     tally = Tally()
     tasks = [asyncio.create_task(agent(i, port, tally, queries, fresh, mint_every))
-             for i in range(clients)]
+             for i in agents]
+    cpu0 = resource.getrusage(resource.RUSAGE_SELF)
     began = time.perf_counter()
     await asyncio.sleep(seconds)
     tally.stop = True
     elapsed = time.perf_counter() - began
+    cpu1 = resource.getrusage(resource.RUSAGE_SELF)
     ok, admitted = list(tally.ok), list(tally.admitted)  # what the window saw
     await asyncio.gather(*tasks, return_exceptions=True)
-    return {"clients": clients, "successes_per_s": round(len(ok) / elapsed, 1),
-            "admitted": stats(admitted), "codes": dict(tally.codes), "load": load_now()}
+    return {"ok": len(ok), "admitted": admitted, "codes": dict(tally.codes),
+            "elapsed": elapsed, "cpu": (cpu1.ru_utime - cpu0.ru_utime)
+            + (cpu1.ru_stime - cpu0.ru_stime)}
+
+
+def _client(args: tuple[Any, ...]) -> dict[str, Any]:
+    """One client process's share of a level (``multiprocessing``)."""
+    loop = _loop()
+    try:
+        return loop.run_until_complete(window(*args))
+    finally:
+        loop.close()
+
+
+def level(pool: Any, processes: int, port: int, clients: int, seconds: float,
+          queries: list[str], fresh: list[str], mint_every: int,
+          server: psutil.Process) -> dict[str, Any]:
+    shares = [(port, range(p, clients, processes), seconds, queries, fresh, mint_every)
+              for p in range(min(processes, clients))]
+    cpu0 = server.cpu_times()
+    parts = pool.map(_client, shares)
+    cpu1 = server.cpu_times()
+    elapsed = statistics.mean(part["elapsed"] for part in parts)
+    ok = sum(part["ok"] for part in parts)
+    codes: Counter[str] = Counter()
+    for part in parts:
+        codes.update(part["codes"])
+    server_cpu = (cpu1.user - cpu0.user) + (cpu1.system - cpu0.system)
+    return {"clients": clients, "successes_per_s": round(ok / elapsed, 1),
+            "admitted": stats([t for part in parts for t in part["admitted"]]),
+            "codes": dict(codes), "load": load_now(),
+            "server_cpu_share": round(server_cpu / elapsed, 2),
+            "server_cpu_ms_per_success": round(1000 * server_cpu / max(ok, 1), 2),
+            "client_cpu_share": round(sum(part["cpu"] for part in parts) / elapsed, 2)}
+
+
+def listening(port: int) -> psutil.Process:
+    """The process that listens on ``port``."""
+    for conn in psutil.net_connections("tcp"):
+        if conn.laddr and conn.laddr.port == port and conn.status == psutil.CONN_LISTEN \
+                and conn.pid:
+            return psutil.Process(conn.pid)
+    raise RuntimeError(f"no process listens on port {port}")
+
+
+def combined(rounds: list[list[dict[str, Any]]], first: int) -> list[dict[str, Any]]:
+    """Per level over the rounds: counts summed, rates and ratios as medians of the
+    rounds (each ratio against the first level's figure of the same round)."""
+    out = []
+    for n in dict.fromkeys(r["clients"] for r in rounds[0]):
+        rows = [next(r for r in rnd if r["clients"] == n) for rnd in rounds]
+        base = [next(r for r in rnd if r["clients"] == first) for rnd in rounds]
+        codes: Counter[str] = Counter()
+        for r in rows:
+            codes.update(r["codes"])
+        out.append({
+            "clients": n, "rounds": rows,
+            "successes_per_s": statistics.median(r["successes_per_s"] for r in rows),
+            "successes_over_first": round(statistics.median(
+                r["successes_per_s"] / b["successes_per_s"] for r, b in zip(rows, base,
+                                                                             strict=True)), 2),
+            "server_cpu_per_success_over_first": round(statistics.median(
+                r["server_cpu_ms_per_success"] / b["server_cpu_ms_per_success"]
+                for r, b in zip(rows, base, strict=True)), 2),
+            "server_cpu_ms_per_success": statistics.median(
+                r["server_cpu_ms_per_success"] for r in rows),
+            "p99_over_first": round(statistics.median(
+                r["admitted"]["p99_ms"] / b["admitted"]["p99_ms"]
+                for r, b in zip(rows, base, strict=True)), 2),
+            "admitted": {"p50_ms": statistics.median(r["admitted"]["p50_ms"] for r in rows),
+                         "p99_ms": statistics.median(r["admitted"]["p99_ms"] for r in rows)},
+            "codes": dict(codes),
+            "load": [r["load"] for r in rows]})
+    return out
 
 
 def mint(port: int, docs: list[str]) -> None:
@@ -154,6 +247,10 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--seconds", type=float, default=20.0, help="window per level [20]")
     p.add_argument("--levels", default="16,20,64,256", help="clients per level")
+    p.add_argument("--rounds", type=int, default=3,
+                   help="times every level runs, every other round in reverse order [3]")
+    p.add_argument("--client-processes", type=int, default=2,
+                   help="processes the clients are spread over [2]")
     p.add_argument("--protocols", type=int, default=300, help="protocols minted first [300]")
     p.add_argument("--backends", default="sqlite,pg", help="of sqlite, pg [both]")
     p.add_argument("--mint-every", type=int, default=8,
@@ -161,6 +258,7 @@ def main() -> None:
     p.add_argument("--env", action="append", default=[],
                    help="KEY=VALUE for each server (e.g. KAIROS_MAX_QUEUE=1)")
     p.add_argument("--json", type=Path, default=RESULTS / "backpressure.json")
+    p.add_argument("--log", type=Path, help="keep the servers' log in this file")
     a = p.parse_args()
     levels = [int(x) for x in a.levels.split(",")]
     pages = [pg for pg in load_pages(platform="common") if pg.examples]
@@ -170,6 +268,7 @@ def main() -> None:
     extra = dict(item.split("=", 1) for item in a.env)
     result: dict[str, Any] = {"machine": machine(), "seconds": a.seconds,
                               "protocols": len(corpus), "mint_every": a.mint_every,
+                              "rounds": a.rounds, "client_processes": a.client_processes,
                               "server_env": extra, "backends": {}}
     root = Path(tempfile.mkdtemp(prefix="kairos-bp-"))
     try:
@@ -178,22 +277,25 @@ def main() -> None:
                 database = fresh_database(url, "backpressure") if url else None
                 argv, port, env = kairos_cmd(root / backend, 1, 16, database)  # 16: default
                 with started([(argv, port, {**env, **extra})],
-                             root / "servers.log") as (port,):
+                             root / "servers.log") as (port,), \
+                        multiprocessing.get_context("fork").Pool(a.client_processes) as pool:
                     mint(port, corpus)
-                    loop = _loop()
-                    rows = []
-                    for n in levels:
-                        rows.append(loop.run_until_complete(
-                            level(port, n, a.seconds, queries, fresh, a.mint_every)))
-                        print(backend, rows[-1], flush=True)
-                    loop.close()
-            base = rows[0]["admitted"]["p99_ms"]
-            for r in rows:
-                r["p99_over_first"] = round(r["admitted"]["p99_ms"] / base, 2)
-            result["backends"][backend] = rows
+                    server = listening(port)
+                    rounds = []
+                    for i in range(a.rounds):
+                        order = levels if i % 2 == 0 else levels[::-1]
+                        rows = {n: level(pool, a.client_processes, port, n, a.seconds,
+                                         queries, fresh, a.mint_every, server)
+                                for n in order}
+                        for n in order:
+                            print(backend, f"round {i + 1}", rows[n], flush=True)
+                        rounds.append([rows[n] for n in levels])
+            result["backends"][backend] = combined(rounds, levels[0])
             a.json.parent.mkdir(parents=True, exist_ok=True)
             a.json.write_text(json.dumps(result, indent=1))
     finally:
+        if a.log and (root / "servers.log").exists():
+            shutil.copy(root / "servers.log", a.log)
         shutil.rmtree(root, ignore_errors=True)
     result["machine"]["load_avg_end"] = machine()["load_avg"]
     a.json.write_text(json.dumps(result, indent=1))
@@ -202,9 +304,9 @@ def main() -> None:
 
 
 def table(result: dict[str, Any], first: int) -> None:
-    head = ("backend", "clients", "successes/s", "admitted p50 / p99 ms",
-            f"p99 ÷ {first}-client", "503 (with / without Retry-After)", "409 CONFLICT",
-            "other errors", "load")
+    head = ("backend", "clients", "successes/s", f"÷ {first}-client", "admitted p50 / p99 ms",
+            f"p99 ÷ {first}-client", f"server CPU ms / success (÷ {first})",
+            "503 (with / without Retry-After)", "409 CONFLICT", "other errors", "load")
     rows = []
     for backend, levels in result["backends"].items():
         for r in levels:
@@ -213,9 +315,14 @@ def table(result: dict[str, Any], first: int) -> None:
             without = codes.pop("503 WITHOUT Retry-After", 0)
             conflict = codes.pop("409 CONFLICT", 0)
             rows.append((backend, r["clients"], f"{r['successes_per_s']:.0f}",
+                         f"{r['successes_over_first']:.2f}",
                          f"{r['admitted']['p50_ms']:.0f} / {r['admitted']['p99_ms']:.0f}",
-                         f"{r['p99_over_first']:.2f}×", f"{with_ra} / {without}",
-                         str(conflict), json.dumps(codes) if codes else "0", str(r["load"])))
+                         f"{r['p99_over_first']:.2f}×",
+                         f"{r['server_cpu_ms_per_success']:.2f} "
+                         f"({r['server_cpu_per_success_over_first']:.2f})",
+                         f"{with_ra} / {without}", str(conflict),
+                         json.dumps(codes) if codes else "0",
+                         " ".join(str(x) for x in r["load"])))
     widths = [max(len(str(x)) for x in col) for col in zip(head, *rows, strict=True)]
     for row in (head, *rows):
         print(" | ".join(str(x).ljust(w) for x, w in zip(row, widths, strict=True)))

@@ -1,7 +1,7 @@
 """CPU time of one ``kairos_next`` call in process (``Kairos.next`` on a SQLite file).
 
     python bench/next_cpu.py [--runs N] [--repeats R] [--steps S] [--profile] [--json FILE]
-                             [--database-url URL] [--rest]
+                             [--database-url URL] [--rest] [--statements]
 
 Builds a Kairos on a temporary SQLite store with the shipped local model, mints two
 protocols of ``--steps`` steps each — one whose steps end in ``PROOF OF WORK: timeout 30s
@@ -19,6 +19,10 @@ The shell figure is the run loop itself. A comment answer adds its relevance che
 ``kairos serve`` builds it, called as ASGI: routing, the middleware, validation, the thread
 hop, the JSON; no sockets), so the difference between the two is what the HTTP stack costs
 beyond the service, before any network.
+
+``--statements`` drives one more run through the service and prints, per call (begin,
+each ``next``, attest), the database round trips it made: every statement SQLAlchemy sent
+(BEGIN and COMMIT included) and each liveness ping of a pooled connection.
 
 ``--profile`` runs one more repetition of the shell loop with its ``next`` calls under
 cProfile and prints the top entries by cumulative time. ``KAIROS_BENCH_CODE`` is printed:
@@ -39,6 +43,7 @@ import sys
 import tempfile
 import time
 from functools import partial
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -192,6 +197,62 @@ async def measure(k: Direct | Rest, uris: list[str], runs: int, repeats: int
             "calls_per_s": round(1 / med, 1), "next_calls_per_repeat": runs * (len(uris) - 1)}
 
 
+class Statements:
+    """Round trips to the database, counted by SQLAlchemy's events on ``engine``."""
+
+    def __init__(self, engine: Any) -> None:
+        from sqlalchemy import event
+
+        self.sent: list[str] = []
+        listen = partial(event.listen, engine)
+        listen("before_cursor_execute", lambda *a: self.sent.append(_verb(a[2])))
+        if engine.dialect.name != "sqlite":  # SQLite's BEGIN is a statement of its own
+            listen("begin", lambda conn: self.sent.append("BEGIN"))
+        listen("commit", lambda conn: self.sent.append("COMMIT"))
+        listen("rollback", lambda conn: self.sent.append("ROLLBACK"))
+        ping = engine.dialect.do_ping
+
+        def pinged(dbapi_conn: Any) -> bool:
+            self.sent.append("ping")
+            return bool(ping(dbapi_conn))
+
+        engine.dialect.do_ping = pinged
+
+    def take(self) -> list[str]:
+        taken, self.sent[:] = list(self.sent), []
+        return taken
+
+
+def _verb(sql: str) -> str:
+    """``UPDATE runs``, ``SELECT … FROM steps``: what a statement is, in a few words."""
+    words = sql.split()
+    verb = words[0].upper() if words else "?"
+    table = next((w for prev, w in pairwise(words)
+                  if prev.upper() in ("INTO", "UPDATE", "FROM")), "")
+    return f"{verb} {table}".strip()
+
+
+async def statements(k: Kairos, uris: list[str]) -> None:
+    """One run through the service, with each call's round trips printed."""
+    from collections import Counter
+
+    direct = Direct(k)
+    await run_loop(direct, uris, 1)  # warm: the step cache, prepared statements
+    counter = Statements(k.store.engine)
+    rows: list[tuple[str, list[str]]] = []
+    challenge = (await direct.begin(uris[0]))["challenge"]
+    rows.append(("begin", counter.take()))
+    for i in range(1, len(uris)):
+        challenge = (await direct.next(uris[i], solution(challenge, i)))["challenge"]
+        rows.append((f"next {i + 1}", counter.take()))
+    await direct.attest(uris[-1], solution(challenge, len(uris)))
+    rows.append(("attest", counter.take()))
+    for name, sent in rows:
+        detail = ", ".join(f"{n}× {what}" if n > 1 else what
+                           for what, n in Counter(sent).items())
+        print(f"{name:8s} {len(sent):2d} round trips: {detail}")
+
+
 async def report(caller: Direct | Rest, shell: list[str], comment: list[str],
                  args: argparse.Namespace) -> None:
     """Every measurement on one event loop (the REST app's thread pool is the loop's)."""
@@ -222,6 +283,8 @@ def main() -> None:
     ap.add_argument("--database-url", default="",
                     help="a PostgreSQL URL instead of the temporary SQLite file (the "
                          "server's own CPU is not counted)")
+    ap.add_argument("--statements", action="store_true",
+                    help="print the round trips of each call of one run, and stop")
     ap.add_argument("--rest", action="store_true",
                     help="through the REST app in process (ASGI, no sockets)")
     args = ap.parse_args()
@@ -237,6 +300,9 @@ def main() -> None:
                 parse(Mint, {"markdown_doc": release_protocol(kind, args.steps),
                              "force_update": True}), Caller())["items"][0]["steps"]]
                 for kind in ("shell", "comment"))
+            if args.statements:
+                uvloop.run(statements(k, shell))
+                return
             caller = Rest(k) if args.rest else Direct(k)
             uvloop.run(report(caller, shell, comment, args))
         finally:

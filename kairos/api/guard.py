@@ -6,6 +6,7 @@ error body, or on the MCP endpoint a JSON-RPC error carrying it."""
 
 from __future__ import annotations
 
+import codecs
 import json
 import logging
 import time
@@ -14,6 +15,7 @@ from typing import Any
 from urllib.parse import unquote
 
 import anyio
+import anyio.lowlevel
 from starlette.responses import JSONResponse
 
 from ..domain import limits
@@ -25,7 +27,9 @@ from ..domain.errors import (
     TooLargeError,
     ValidationError,
 )
+from ..domain.json_scan import PIECE, JsonScan
 from ..domain.limits import Limits
+from ..domain.validation import invalid
 from .admission import Admission
 from .auth import OPEN_PATHS, BearerAuth
 from .metrics import Metrics
@@ -36,6 +40,8 @@ LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
 JSONRPC_REFUSED = -32000  # implementation-defined server error range of JSON-RPC
 _EXEMPT = frozenset({"/health", "/metrics"})
 _INLINE_BYTES = 65_536
+#: FastAPI's error for a body it cannot parse as JSON (answered as ``validation.invalid``).
+NOT_JSON = ({"type": "json_invalid", "loc": ("body", 0), "msg": "JSON decode error"},)
 INTERNAL_BODY = {"error_code": INTERNAL_ERROR,
                  "message": "The server failed while handling this request. The failure "
                             "was logged; retry later or report it."}
@@ -84,9 +90,13 @@ class Gate:
     5. the body check: a body over the size limit is refused before it is read whole
        (Content-Length, then counting bytes as they arrive); then, read without parsing,
        one with more JSON values, deeper nesting or longer numbers than the limits allow
-       (``limits.check_json_text``, on MCP too); on REST also a body that is not UTF-8 or
-       holds a NUL or a lone surrogate in any string — a 422 naming the field (on MCP a
-       JSON-RPC error carrying it); the body read is handed on unchanged;
+       (``json_scan.JsonScan``, on MCP too); on REST also a body that is not UTF-8, is
+       certainly not JSON (a string left open, brackets that do not close: refused as the
+       route's parser would, without parsing it), or holds a NUL or a lone surrogate in
+       any string — a 422 naming the field (on MCP a JSON-RPC error carrying it). Each
+       message of the body is checked as it arrives, on the event loop, in steps of a
+       fraction of a millisecond; only a body that may hold bad text is parsed here (off
+       the loop when large). The body read is handed on unchanged;
     6. the safety net: an exception no handler mapped is logged and answered with a
        generic JSON 500 (unless the response already started), and not re-raised.
 
@@ -203,32 +213,49 @@ class Gate:
         if declared is not None and declared.strip().isdigit() and int(declared) > limit:
             await refuse(scope, send, TooLargeError(limit), mcp_path=self.mcp_path)
             return None
+        rest = scope.get("path") != self.mcp_path
+        scan = JsonScan("body", self.limits.json_depth)
+        utf8 = Utf8Check("body") if rest else None
         chunks: list[bytes] = []
         size = 0
         more = True
-        while more:
-            message = await receive()
-            if message["type"] != "http.request":  # the client went away
-                return None
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > limit:
-                await refuse(scope, send, TooLargeError(limit), mcp_path=self.mcp_path)
-                return None
-            chunks.append(chunk)
-            more = message.get("more_body", False)
-        body = chunks[0] if len(chunks) == 1 else b"".join(chunks)
-        if body:
-            rest = scope.get("path") != self.mcp_path
-            try:
-                check = partial(check_json_body, body, self.limits.json_depth, rest=rest)
-                if len(body) < _INLINE_BYTES:
-                    check()
-                else:  # a large body is checked off the event loop
-                    await anyio.to_thread.run_sync(check)
-            except ValidationError as exc:
-                await refuse(scope, send, exc, mcp_path=self.mcp_path)
-                return None
+        try:
+            while more:
+                message = await receive()
+                if message["type"] != "http.request":  # the client went away
+                    return None
+                chunk = message.get("body", b"")
+                size += len(chunk)
+                if size > limit:
+                    await refuse(scope, send, TooLargeError(limit), mcp_path=self.mcp_path)
+                    return None
+                # Each message as it comes, a piece at a time: other requests are served
+                # between pieces, whatever the body holds.
+                for start in range(0, len(chunk), PIECE):
+                    if start:
+                        await anyio.lowlevel.checkpoint()
+                    scan.feed(chunk[start:start + PIECE])
+                if utf8 is not None:
+                    utf8.feed(chunk)
+                chunks.append(chunk)
+                more = message.get("more_body", False)
+            scan.finish()
+            if utf8 is not None:
+                utf8.feed(b"", final=True)
+            body = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+            if rest and body:
+                if scan.not_json and _json_content(headers):
+                    # what the route's parser would answer, without parsing it
+                    raise invalid(NOT_JSON, located=True)
+                if scan.suspect:
+                    check = partial(check_decoded, body, self.limits.json_depth)
+                    if len(body) < _INLINE_BYTES:
+                        check()
+                    else:  # a large body is parsed off the event loop
+                        await anyio.to_thread.run_sync(check)
+        except ValidationError as exc:
+            await refuse(scope, send, exc, mcp_path=self.mcp_path)
+            return None
         replayed = False
 
         async def replay() -> Any:
@@ -266,29 +293,60 @@ def _bad_path_or_query(scope: Any) -> ValidationError | None:
     return None
 
 
+class Utf8Check:
+    """UTF-8 checked piece by piece (``feed``): a ValidationError naming the offset of the
+    first byte that is not."""
+
+    def __init__(self, field: str) -> None:
+        self.field = field
+        self._decoder = codecs.getincrementaldecoder("utf-8")()
+        self._fed = 0
+
+    def feed(self, data: bytes, final: bool = False) -> None:
+        held = len(self._decoder.getstate()[0])  # an unfinished character from before
+        try:
+            self._decoder.decode(data, final)
+        except UnicodeDecodeError as exc:
+            raise ValidationError(self.field, "a UTF-8 encoded JSON body",
+                                  message=f"Invalid {self.field}: not UTF-8 (byte "
+                                          f"{self._fed - held + exc.start}).") from None
+        self._fed += len(data)
+
+
+def check_decoded(body: bytes, json_depth: int) -> None:
+    """The checks of a body that only its decoded value shows: text no store can keep
+    (NUL, lone surrogates) and non-finite numbers (``limits.check_value``); a number past
+    Python's digit limit. Text that is not JSON passes: the route's parser names it."""
+    try:
+        value = json.loads(body)
+    except json.JSONDecodeError:
+        return
+    except ValueError:  # an integer past Python's digit limit
+        raise ValidationError("body", "JSON numbers of at most 4300 digits",
+                              message="Invalid body: a number has more than 4300 "
+                                      "digits.") from None
+    limits.check_value(value, json_depth)
+
+
 def check_json_body(body: bytes, json_depth: int, *, rest: bool = True) -> None:
-    """The checks of a body that the JSON parser would not make, or would pay dearly for:
+    """Every check the gate makes of a whole body (``Gate`` makes them as it arrives):
     size of its structure (values, nesting up to ``json_depth``, number length) on every
     body; on REST also UTF-8, NUL, lone surrogates and non-finite numbers (an MCP tool's
     arguments are checked by the tool call)."""
-    limits.check_json_text(body, "body", json_depth)
-    if not rest:
-        return
-    try:
-        text = body.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ValidationError("body", "a UTF-8 encoded JSON body",
-                              message=f"Invalid body: not UTF-8 (byte {exc.start}).") from None
-    if limits.might_hold_bad_text(body):
-        try:
-            value = json.loads(text)
-        except json.JSONDecodeError:
-            return  # not JSON: the route's parser names the problem
-        except ValueError:  # an integer past Python's digit limit
-            raise ValidationError("body", "JSON numbers of at most 4300 digits",
-                                  message="Invalid body: a number has more than 4300 "
-                                          "digits.") from None
-        limits.check_value(value, json_depth)
+    scan = JsonScan("body", json_depth)
+    scan.feed(body)
+    scan.finish()
+    if rest:
+        Utf8Check("body").feed(body, final=True)
+        if scan.suspect:
+            check_decoded(body, json_depth)
+
+
+def _json_content(headers: dict[bytes, bytes]) -> bool:
+    """Whether the request says its body is JSON (what FastAPI parses as JSON)."""
+    kind = headers.get(b"content-type", b"").split(b";")[0].strip().lower()
+    return kind == b"application/json" or (kind.startswith(b"application/")
+                                           and kind.endswith(b"+json"))
 
 
 __all__ = ["INTERNAL_BODY", "Gate", "check_json_body", "host_name", "refuse"]

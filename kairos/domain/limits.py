@@ -11,10 +11,10 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, fields
-from itertools import accumulate
 from typing import Any
 
 from .errors import ValidationError
+from .json_scan import JSON_VALUES, NUMBER_DIGITS, JsonScan
 
 
 @dataclass(frozen=True)
@@ -77,99 +77,29 @@ TRIGGER_CHARS = 200  # one trigger, author's or learned
 LEARNED_TRIGGERS = 10  # learned triggers kept per protocol (the least recently used go)
 
 # --- raw JSON: depth and bad text, checked before parsing ---------------------------------
-# Every check below runs in time linear in the length of the text, in a few passes of C
-# (bytes.translate, substring search) over the raw bytes, so none stalls another thread
-# for long; the one Python loop (counting brackets) yields between chunks.
-
-def _table(**marks: bytes) -> bytes:
-    """A 256-byte translation table: each byte of a mark's value becomes the mark's first
-    byte, every other byte a space."""
-    table = bytearray(b" " * 256)
-    for mark, chars in marks.items():
-        for c in chars:
-            table[c] = ord(mark[0])
-    return bytes(table)
-
-
-_NOT_BRACKET = bytes(b for b in range(256) if b not in b"[]{}")
-_DELTA = {ord("["): 1, ord("{"): 1, ord("]"): -1, ord("}"): -1}
-_QUOTED = re.compile(rb'"[^"]*"')  # tried at quotes only: an unclosed one fails once, at the end
-_CHUNK = 1 << 16  # brackets counted per step: other threads run between steps
-#: Numbers by their shape: digits as 0, exponent letters as e, signs as +.
-_NUMBER_SHAPE = _table(**{"0": b"0123456789", "e": b"eE", "+": b"+-"})
-JSON_VALUES = 100_000
-"""Values in one request body: more would cost the JSON parser (which holds the
-interpreter while it runs) far more than any request needs."""
-NUMBER_DIGITS = 100
-"""Digits in a row in a JSON number: longer runs are refused before parsing (no number of a
-request needs them, and converting them costs the parser, which holds the interpreter while
-it runs, far more than their bytes)."""
-
-
-def _raw(text: str | bytes) -> bytes:
-    return text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
-
-
-def _structure(text: str | bytes) -> bytes:
-    """JSON text with every string emptied: escaped backslashes, then escaped quotes, are
-    dropped (neither can end a string), so every remaining quote opens or closes one."""
-    plain = _raw(text).replace(b"\\\\", b"").replace(b'\\"', b"")
-    return _QUOTED.sub(b'""', plain)
-
-
-def _depth(structure: bytes, stop_above: int | None) -> int:
-    brackets = structure.translate(None, _NOT_BRACKET)
-    deepest = depth = 0
-    for start in range(0, len(brackets), _CHUNK):
-        levels = list(accumulate(map(_DELTA.__getitem__, brackets[start:start + _CHUNK]),
-                                 initial=depth))
-        depth, deepest = levels[-1], max(deepest, max(levels))
-        if stop_above is not None and deepest > stop_above:
-            break
-    return deepest
-
-
 def json_depth(text: str | bytes, stop_above: int | None = None) -> int:
     """The deepest nesting of ``[`` and ``{`` in JSON text, without parsing it (strings are
     skipped); stops counting once the depth passes ``stop_above``."""
-    return _depth(_structure(text), stop_above)
+    scan = JsonScan(depth_limit=stop_above, checks=False)
+    scan.feed(text)
+    return scan.deepest
 
 
 def check_json_text(text: str | bytes, field: str, limit: int) -> None:
     """ValidationError when JSON text, read without parsing it, holds more than
     ``JSON_VALUES`` values, nests deeper than ``limit``, or spells a number of more than
-    ``NUMBER_DIGITS`` digits: the limits checked before a parser runs."""
-    structure = _structure(text)
-    values = sum(structure.count(c) for c in (b",", b"[", b"{")) + 1
-    if values > JSON_VALUES:
-        raise ValidationError(field, f"at most {JSON_VALUES} JSON values",
-                              message=f"{field} holds about {values} JSON values; the limit "
-                                      f"is {JSON_VALUES}.")
-    if _depth(structure, limit) > limit:
-        raise ValidationError(field, f"JSON nested at most {limit} levels deep",
-                              message=f"{field} nests JSON more than {limit} levels deep.")
-    if b"0" * (NUMBER_DIGITS + 1) in structure.translate(_NUMBER_SHAPE):
-        raise ValidationError(field, f"JSON numbers of at most {NUMBER_DIGITS} digits",
-                              message=f"{field} holds a number of more than {NUMBER_DIGITS} "
-                                      "digits.")
+    ``NUMBER_DIGITS`` digits: the limits checked before a parser runs (``JsonScan``)."""
+    JsonScan(field, limit).feed(text)
 
 
 BAD_CHAR = re.compile("[\x00\ud800-\udfff]")
-#: In raw JSON text the only way to spell a NUL or a surrogate is a \\u escape.
-_BAD_ESCAPE = re.compile(rb"\\u(?:0000|[dD][89a-fA-F][0-9a-fA-F]{2})")
-
-
 def might_hold_bad_text(raw_json: str | bytes) -> bool:
     """False when JSON text certainly decodes to no NUL, no lone surrogate and no
     non-finite number (NaN, Infinity, an exponent of three digits: 1e999): a fast
     pre-check before walking the parsed value with ``check_value``."""
-    data = _raw(raw_json)
-    if b"NaN" in data or b"Infinity" in data:
-        return True
-    if b"\\u" in data and _BAD_ESCAPE.search(data):
-        return True
-    shape = data.translate(_NUMBER_SHAPE)
-    return b"e000" in shape or b"e+000" in shape
+    scan = JsonScan(checks=False)
+    scan.feed(raw_json)
+    return scan.suspect
 
 
 def bad_text(value: Any, path: str = "", max_depth: int | None = None

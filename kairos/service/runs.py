@@ -11,7 +11,7 @@ written last, in one lock order (``store.counts``).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar, cast
+from typing import Any, NamedTuple, TypeVar
 
 from ..domain import engine, errors, limits
 from ..domain.caller import Caller
@@ -36,6 +36,15 @@ T = TypeVar("T")
 
 #: A run as the run loop reads it: a row of ``runs`` (a mapping of its columns).
 RunRow = Mapping[Any, Any]
+
+
+class _Judged(NamedTuple):
+    """An answer judged and written: what to show, the run as the swap wrote it, and how
+    many proofs it holds now (None: refused, no proof added)."""
+
+    response: StepResult | None  # None: the last step's answer, proven
+    run: RunRow
+    proofs: int | None
 
 
 class _Lost(Exception):
@@ -140,11 +149,11 @@ class RunService:
                         f"{refused_at + 1}. Call kairos_begin with {to_uri(ctx.steps.ids[0])} "
                         "to start one.", field="uri")
                 counts = _counts(run)
-                response, _, _ = self._judge(repo, run, self._steps(repo, ctx, run), solution,
-                                             uri, "kairos_next", counts)
+                judged = self._judge(repo, run, self._steps(repo, ctx, run), solution, uri,
+                                     "kairos_next", counts)
                 repo.count(counts)
-                assert response is not None  # the step after the one answered: never past
-                return response              # the last
+                assert judged.response is not None  # the step after the one answered: never
+                return judged.response              # past the last
 
         return _retrying(answer, "answering")
 
@@ -174,11 +183,13 @@ class RunService:
                     if run["challenge"] is None:
                         raise ValidationError(
                             "solution", "no solution: every step of this run is already proven")
-                    judged, run, proofs = self._judge(repo, run, self._steps(repo, ctx, run),
-                                                      solution, uri, "kairos_attest", counts)
-                    if proofs is None:  # refused: the answer is the refusal
+                    judged = self._judge(repo, run, self._steps(repo, ctx, run), solution,
+                                         uri, "kairos_attest", counts)
+                    if judged.proofs is None:  # refused: answered as kairos_next would
+                        assert judged.response is not None
                         repo.count(counts)
-                        return cast(StepResult, judged)
+                        return judged.response
+                    run, proofs = judged.run, judged.proofs
                 return self.record_outcome(repo, run, ctx.step["id"], req.outcome,
                                            req.message, req.quality_bonus, req.llm_model_id,
                                            counts, counted_before, proofs)
@@ -221,9 +232,9 @@ class RunService:
         this write already knows it."""
         stamp = now()
         failed_step = step_id if outcome == "failure" else None
-        if not repo.swap_run(run, status=engine.FINISHED, outcome=outcome,
-                             outcome_model=model, failed_step_id=failed_step,
-                             message=message, quality_bonus=bonus, updated_at=stamp):
+        if repo.swap_run(run, status=engine.FINISHED, outcome=outcome,
+                         outcome_model=model, failed_step_id=failed_step,
+                         message=message, quality_bonus=bonus, updated_at=stamp) is None:
             raise _Lost
         proven = bool(run["proven"])
         counted = _counted(run, outcome)
@@ -247,7 +258,8 @@ class RunService:
                                 protocol_id=run["protocol_id"], step_uri=to_uri(step_id),
                                 outcome=outcome, message=message, quality_bonus=bonus,
                                 llm_model_id=model, proven=proven, created_at=stamp)
-        repo.count(counts)
+        repo.count(counts)  # first: its lock on the protocol's statistics row makes the
+        # attests of one protocol learn in turn (two learning one trigger would collide)
         if outcome == "success" and proven and self.protocols.search is not None:
             self.protocols.search.learning.learn(repo, run)  # the searches that led here
         return {
@@ -305,11 +317,10 @@ class RunService:
         return run
 
     def _judge(self, repo: Repo, run: RunRow, loaded: RunSteps, solution: Any, sent_uri: str,
-               tool: str, counts: Counts) -> tuple[StepResult | None, RunRow, int | None]:
+               tool: str, counts: Counts) -> _Judged:
         """Answer the run's pending challenge: the step to show next (a refusal: the
-        same step, with a fresh challenge; None once the last step is proven), the run as
-        written, and its proof count (None: refused); ``_Lost`` when another writer won
-        the run."""
+        same step, with a fresh challenge; the last step's answer: what the engine says of
+        it); ``_Lost`` when another writer won the run."""
         steps = loaded.views
         state = _state(run)
         if state.challenge is None or state.step_index >= len(steps):
@@ -336,10 +347,9 @@ class RunService:
                               decision.state.attempt, stamp)
         if isinstance(decision, engine.Refused):
             counts.step(step_id, refused=1)
-            return decision.response, swapped, None
-        seq = repo.proof_count(run["id"])
-        repo.insert_proof(run["id"], seq, decision.record, stamp)
+            return _Judged(decision.response, swapped, None)
+        proofs = repo.append_proof(run["id"], decision.record, stamp)
         counts.step(step_id, accepted=1)
         if completes:
             counts.add(last_outcome="success", last_run_at=stamp)
-        return decision.response, swapped, seq + 1
+        return _Judged(decision.response, swapped, proofs)

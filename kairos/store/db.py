@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
@@ -15,7 +16,7 @@ from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import Engine, create_engine, event, make_url, text
 from sqlalchemy.engine import Connection
-from sqlalchemy.exc import DBAPIError, IntegrityError
+from sqlalchemy.exc import DBAPIError, DisconnectionError, IntegrityError
 
 from ..domain.errors import (
     DATABASE_UNAVAILABLE,
@@ -59,12 +60,41 @@ def _sqlite_engine(url: str) -> Engine:
     return engine
 
 
+#: Seconds a pooled database connection may sit unused and still be handed out without a
+#: liveness check (see ``_ping_when_idle``).
+PING_AFTER_IDLE = 1.0
+
+
+def _ping_when_idle(engine: Engine) -> None:
+    """Check a pooled connection before use only when it sat unused for a while: a server
+    that restarted, or a network that dropped, shows on connections left idle. A ping is a
+    round trip, about a sixth of what a ``kairos_next`` makes, so connections in steady
+    use skip it (a connection that dies while busy is found by the statement that meets
+    it, and SQLAlchemy then renews the whole pool)."""
+
+    @event.listens_for(engine, "checkin")
+    def _unused(_dbapi_conn: Any, record: Any) -> None:
+        record.info["unused_since"] = time.monotonic()
+
+    @event.listens_for(engine, "checkout")
+    def _check(dbapi_conn: Any, record: Any, _proxy: Any) -> None:
+        since = record.info.pop("unused_since", None)
+        if since is None or time.monotonic() - since < PING_AFTER_IDLE:
+            return
+        try:
+            engine.dialect.do_ping(dbapi_conn)
+        except Exception as exc:  # the pool drops it and hands out a fresh connection
+            raise DisconnectionError(str(exc)) from exc
+
+
 def make_engine(url: str) -> Engine:
     if url.startswith("sqlite"):
         return _sqlite_engine(url)
     if url.startswith("postgresql://"):
         url = "postgresql+psycopg://" + url.removeprefix("postgresql://")
-    return create_engine(url, pool_size=16, max_overflow=16, pool_pre_ping=True)
+    engine = create_engine(url, pool_size=16, max_overflow=16)
+    _ping_when_idle(engine)
+    return engine
 
 
 def make_indexes(dialect: str) -> tuple[TextIndex, VectorIndex, bool]:

@@ -52,16 +52,25 @@ _STEPS_OF = (select(schema.steps).where(schema.steps.c.protocol_id == bindparam(
 #: The run loop's compare-and-swap: the UPDATE applies only to the version of the run that
 #: was read, and adds one to it. Its pending nonce is compared too, so a writer that moves
 #: a run on without counting its version (one that clears the nonce) still wins over it.
+#: It returns the run as written, so the writer never reads it again.
 _SWAP = (update(schema.runs).where(schema.runs.c.id == bindparam("b_id"),
                               schema.runs.c.version == bindparam("b_version"),
                               schema.runs.c.nonce.is_not_distinct_from(bindparam("b_nonce")))
-         .values(version=schema.runs.c.version + 1))
+         .values(version=schema.runs.c.version + 1).returning(*schema.runs.c))
 _LOCK_RUN = _RUN.with_for_update()
 _INSERT_RUN = insert(schema.runs)
 _INSERT_NONCE = insert(schema.nonces)
-_INSERT_PROOF = insert(schema.proofs)
 _PROOF_COUNT = (select(func.count()).select_from(schema.proofs)
                 .where(schema.proofs.c.run_id == bindparam("b_run")))
+#: A run's next proof, numbered after those it has, in one statement: it answers the
+#: number given.
+_PROOF_VALUES = ("step_uri", "step_index", "previous_hash", "proof_hash", "created_at")
+_APPEND_PROOF = insert(schema.proofs).from_select(
+    ["run_id", "seq", "record", *_PROOF_VALUES],
+    select(bindparam("b_run", type_=schema.proofs.c.run_id.type), _PROOF_COUNT.scalar_subquery(),
+           bindparam("record", type_=schema.proofs.c.record.type),
+           *(bindparam(k, type_=schema.proofs.c[k].type) for k in _PROOF_VALUES)),
+).returning(schema.proofs.c.seq)
 
 
 class Repo:
@@ -213,16 +222,13 @@ class Repo:
             return run
         return self.conn.execute(_LOCK_RUN, {"b_id": run["id"]}).mappings().first()
 
-    def swap_run(self, run: Mapping[Any, Any], **values: Any) -> dict[str, Any] | None:
+    def swap_run(self, run: Mapping[Any, Any], **values: Any) -> Row | None:
         """Update ``run`` only if it is still the version that was read: the one
         conditional write that makes a nonce single-use and an outcome recorded once,
         across threads and replicas. The run as written; None: another writer changed it
         first."""
-        res = self.conn.execute(_SWAP, {"b_id": run["id"], "b_version": run["version"],
-                                        "b_nonce": run["nonce"], **values})
-        if res.rowcount != 1:
-            return None
-        return {**run, **values, "version": run["version"] + 1}
+        return self.conn.execute(_SWAP, {"b_id": run["id"], "b_version": run["version"],
+                                         "b_nonce": run["nonce"], **values}).mappings().first()
 
     def insert_nonce(self, nonce: str, run_id: str, step_index: int, attempt: int,
                      issued_at: str) -> None:
@@ -230,12 +236,14 @@ class Repo:
                                           "step_index": step_index, "attempt": attempt,
                                           "issued_at": issued_at})
 
-    def insert_proof(self, run_id: str, seq: int, record: dict[str, Any], created_at: str) -> None:
-        self.conn.execute(_INSERT_PROOF, {
-            "run_id": run_id, "seq": seq, "step_uri": record["step_uri"],
+    def append_proof(self, run_id: str, record: dict[str, Any], created_at: str) -> int:
+        """Add ``record`` after the run's proofs; how many it has now."""
+        seq = self.conn.execute(_APPEND_PROOF, {
+            "b_run": run_id, "step_uri": record["step_uri"],
             "step_index": record["step_index"], "record": record,
             "previous_hash": record["previous_hash"], "proof_hash": record["proof_hash"],
-            "created_at": created_at})
+            "created_at": created_at}).scalar_one()
+        return int(seq) + 1
 
     def proof_count(self, run_id: str) -> int:
         return int(self.conn.execute(_PROOF_COUNT, {"b_run": run_id}).scalar_one())

@@ -4,14 +4,17 @@ check without tokens, and the bound on requests in flight — REST and MCP alike
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import AsyncIterator
 from functools import partial
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import anyio
 import httpx2
 import pytest
+import starlette.requests
 
 from kairos.api import create_app
 from kairos.domain import limits
@@ -114,6 +117,61 @@ async def test_a_body_too_costly_to_parse_is_refused_before_parsing(
     mcp = await http.post("/mcp", content=body, headers=MCP_HEADERS)
     assert mcp.status_code == 422
     assert mcp.json()["error"]["data"]["expected"] == expected
+
+
+async def test_a_body_is_checked_as_it_arrives_and_refused_before_the_rest_is_read(
+        http: httpx2.AsyncClient) -> None:
+    sent: list[int] = []
+
+    async def pieces(items: list[bytes]) -> AsyncIterator[bytes]:
+        for item in items:
+            sent.append(len(item))
+            yield item
+
+    number = b"9" * (limits.NUMBER_DIGITS + 1)
+    rest = [b" " * 65_000] * 59  # 3.9 MB in all, when read to the end
+    refused = await http.post("/api/v1/protocols", headers=JSON,
+                              content=pieces([b'{"quality_bonus": ' + number, *rest]))
+    assert refused.status_code == 422
+    assert refused.json()["expected"] == f"JSON numbers of at most {limits.NUMBER_DIGITS} digits"
+    assert len(sent) <= 3  # not the 60 pieces
+    sent.clear()
+    cut = [b'{"quality_bonus": ' + number[:60], number[60:], *rest]  # across two pieces
+    refused = await http.post("/api/v1/protocols", headers=JSON, content=pieces(cut))
+    assert refused.json()["expected"] == f"JSON numbers of at most {limits.NUMBER_DIGITS} digits"
+    assert len(sent) <= 4
+
+    e_acute = "é".encode()  # a character cut between two pieces is still UTF-8
+    good = [b'{"query": "' + e_acute[:1], e_acute[1:] + b'", "limit": 3', b"}"]
+    answer = await http.post("/api/v1/protocols/search", headers=JSON, content=pieces(good))
+    assert answer.status_code == 200
+    bad = [good[0], e_acute[1:] + b'", "limit": 3, "x": "\xff"', b"}"]
+    answer = await http.post("/api/v1/protocols/search", headers=JSON, content=pieces(bad))
+    offset = b"".join(bad).index(b"\xff")
+    assert answer.status_code == 422
+    assert answer.json()["message"] == f"Invalid body: not UTF-8 (byte {offset})."
+
+
+async def test_a_body_that_is_certainly_not_json_is_answered_as_the_parser_would_unparsed(
+        http: httpx2.AsyncClient, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An unclosed string of escaped quotes (the costliest text to decode, 3.9 MB) gets
+    the answer FastAPI gives any body it cannot parse, without being parsed."""
+    parsed: list[int] = []
+    loads = json.loads
+    monkeypatch.setattr(starlette.requests, "json", SimpleNamespace(
+        loads=lambda body: parsed.append(len(body)) or loads(body)))
+    by_parser = await http.post("/api/v1/protocols", content=b'{"markdown_doc": "x",}',
+                                headers=JSON)
+    assert by_parser.status_code == 422 and parsed  # FastAPI parsed and refused it
+    parsed.clear()
+    crafted = b'{"markdown_doc": "' + b'\\"' * 1_950_000
+    unparsed = await http.post("/api/v1/protocols", content=crafted, headers=JSON)
+    assert (unparsed.status_code, unparsed.json()) == (422, by_parser.json())
+    assert parsed == []
+    unbalanced = await http.post("/api/v1/protocols", content=b'{"markdown_doc": ["x"}',
+                                 headers=JSON)
+    assert (unbalanced.status_code, unbalanced.json()) == (422, by_parser.json())
+    assert parsed == []
 
 
 async def test_citing_into_an_unknown_session_is_a_404_and_creates_nothing(

@@ -250,3 +250,30 @@ async def test_a_database_that_is_down_answers_503_database_unavailable(
         listed = await http.get("/api/v1/protocols")
         assert listed.status_code == 503
         assert listed.json()["error_code"] == "DATABASE_UNAVAILABLE"
+
+
+@needs_pg
+def test_a_pooled_connection_is_pinged_only_after_it_sat_unused(
+        fresh_pg: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """In steady use no call pays a liveness round trip; a connection left unused that the
+    server has closed meanwhile is found by the ping and replaced, unseen by the call."""
+    store = db.Store(fresh_pg)
+    pings = []
+    ping = store.engine.dialect.do_ping
+    monkeypatch.setattr(store.engine.dialect, "do_ping",
+                        lambda conn: pings.append(1) or ping(conn))
+    try:
+        for _ in range(5):
+            with store.read() as repo:
+                pid = repo.conn.exec_driver_sql("SELECT pg_backend_pid()").scalar()
+        assert pings == []
+        other = db.make_engine(fresh_pg)
+        with other.begin() as conn:  # the server closes the pooled connection
+            conn.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
+        other.dispose()
+        monkeypatch.setattr(db, "PING_AFTER_IDLE", 0.0)
+        with store.read() as repo:
+            assert repo.conn.exec_driver_sql("SELECT pg_backend_pid()").scalar() != pid
+        assert pings == [1]
+    finally:
+        store.close()

@@ -126,14 +126,24 @@ def test_next_runs_a_fixed_handful_of_statements(kairos: Kairos) -> None:
     begun = kairos.begin(steps[0])
     with _statements(kairos) as seen:
         second = kairos.next(steps[1], shell_ok(begun["challenge"]))
-    # step, protocol and run in one read; the run, its next nonce, the proof (and the
-    # count that numbers it), the step's counter.
-    assert len(seen) == 6, seen
-    assert sum(s.lstrip().upper().startswith("SELECT") for s in seen) == 2, seen
+    # step, protocol and run in one read; the run, its next nonce, the proof (numbered
+    # in its own INSERT), the step's counter.
+    assert len(seen) == 5, seen
+    assert sum(s.lstrip().upper().startswith("SELECT") for s in seen) == 1, seen
     with _statements(kairos) as seen:
-        kairos.next(steps[2], shell_ok(second["challenge"], exit_code=1))
+        refused = kairos.next(steps[2], shell_ok(second["challenge"], exit_code=1))
     # A refusal: the read, the run, its next nonce, the step's counter.
     assert len(seen) == 4, seen
+    third = kairos.next(steps[2], shell_ok(refused["challenge"]))
+    fourth = kairos.next(steps[3], shell_ok(third["challenge"]))
+    with _statements(kairos) as seen:
+        done = kairos.attest(steps[3], "success", "ok", solution=shell_ok(fourth["challenge"]))
+    # The run as its swap wrote it, not read again; its proofs counted once, by the INSERT
+    # that adds the last one.
+    reads = [s for s in seen if s.lstrip().upper().startswith("SELECT")]
+    assert not any("proofs" in s for s in reads), reads
+    assert not any(s.lstrip().startswith("SELECT runs.id") for s in reads), reads
+    assert done["proofs"] == 4 and done["proven"] is True
 
 
 def test_a_nonce_is_single_use_and_the_chain_holds(kairos: Kairos) -> None:

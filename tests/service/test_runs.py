@@ -179,7 +179,7 @@ def test_crash_between_two_writes_leaves_the_store_consistent(
         raise RuntimeError("power cut")
 
     # The run row and the nonce are written; the proof write then fails.
-    monkeypatch.setattr(Repo, "insert_proof", crash)
+    monkeypatch.setattr(Repo, "append_proof", crash)
     with pytest.raises(RuntimeError):
         kairos.next(steps[1], shell_ok(begun["challenge"]))
     monkeypatch.undo()
@@ -292,5 +292,8 @@ def test_a_swap_applies_only_to_the_run_as_it_was_read(kairos: Kairos) -> None:
             repo.conn.execute(update(schema.runs).where(schema.runs.c.id == run_id)
                               .values(**change))
             assert repo.swap_run(read, status="finished", outcome="failure") is None
-            swapped = repo.swap_run(dict(repo.run(run_id) or {}), message="as it is")
-            assert swapped == dict(repo.run(run_id) or {})  # the run as written
+            now = dict(repo.run(run_id) or {})
+            written = repo.swap_run(now, message="as it is")
+            assert written is not None  # the run as written: the change, one more version
+            assert dict(written) == {**now, "message": "as it is", "version": now["version"] + 1}
+            assert dict(repo.run(run_id) or {}) == dict(written)
