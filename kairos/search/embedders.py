@@ -63,21 +63,24 @@ MODEL_DIR = Path(__file__).with_name("model")
 
 
 class LocalEmbedder:
-    """all-MiniLM-L6-v2 as an ONNX graph shipped in the package (``model/``), run by ONNX
-    Runtime on the CPU with the Hugging Face tokenizer. The graph pools and normalises, so
-    its output is the sentence vector. Loading takes a fraction of a second and happens
-    on first use (or ``load()``), under a lock: there is no "not ready yet" state."""
+    """A sentence-embedding model as an ONNX graph shipped in the package (``model/``: the
+    shipped all-MiniLM-L6-v2), run by ONNX Runtime on the CPU with the Hugging Face
+    tokenizer. The graph pools and normalises, so its output is the sentence vector.
+    ``model.json`` names the model and its dimension, and may give a ``prefix`` put before
+    every text and the tokenizer's ``pad_id``. Loading takes a fraction of a second and
+    happens on first use (or ``load()``), under a lock: there is no "not ready yet" state."""
 
     name = "local"
-    dim = 384
 
     def __init__(self, model_dir: Path | None = None, *, threads: int = 1,
                  batch_size: int = 1) -> None:
         self.model_dir = model_dir or MODEL_DIR
         self.meta = json.loads((self.model_dir / "model.json").read_text("utf-8"))
-        self.model_id = "local:all-MiniLM-L6-v2{}:{}".format(
-            "" if self.meta["precision"] == "fp32" else f"-{self.meta['precision']}",
-            self.meta["dim"])
+        self.dim = int(self.meta["dim"])
+        self.prefix = str(self.meta.get("prefix", ""))
+        self.model_id = "local:{}{}:{}".format(
+            str(self.meta["model"]).rsplit("/", 1)[-1],
+            "" if self.meta["precision"] == "fp32" else f"-{self.meta['precision']}", self.dim)
         self.threads = threads
         self.batch_size = batch_size
         self._session: Any = None
@@ -98,7 +101,8 @@ class LocalEmbedder:
 
                     tokenizer = Tokenizer.from_file(str(self.model_dir / "tokenizer.json"))
                     tokenizer.enable_truncation(max_length=int(self.meta["max_tokens"]))
-                    tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+                    pad_id = int(self.meta.get("pad_id", 0))
+                    tokenizer.enable_padding(pad_id=pad_id, pad_token=tokenizer.id_to_token(pad_id))
                     options = ort.SessionOptions()
                     options.intra_op_num_threads = self.threads
                     options.inter_op_num_threads = 1
@@ -159,7 +163,7 @@ class LocalEmbedder:
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         for start in range(0, len(order), self.batch_size):
             chunk = order[start:start + self.batch_size]
-            encoded = self._tokenizer.encode_batch([texts[i] for i in chunk])
+            encoded = self._tokenizer.encode_batch([self.prefix + texts[i] for i in chunk])
             ids = np.array([e.ids for e in encoded], dtype=np.int64)
             mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
             (vectors,) = self._session.run(None, {"input_ids": ids, "attention_mask": mask},
