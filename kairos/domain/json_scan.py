@@ -11,7 +11,9 @@ without escapes (most of any body) costs a byte search and little more.
 
 from __future__ import annotations
 
+import functools
 import re
+from typing import Any
 
 from .errors import ValidationError
 
@@ -148,8 +150,7 @@ class JsonScan:
             return  # already past it: counting further changes nothing
         import numpy as np  # here: a start that checks no body (``kairos mcp``) needs none
 
-        steps = np.asarray(_STEP, dtype=np.int64)
-        levels = steps[np.frombuffer(brackets, dtype=np.uint8)].cumsum() + self.depth
+        levels = _steps()[np.frombuffer(brackets, dtype=np.uint8)].cumsum() + self.depth
         self.depth, self.deepest = int(levels[-1]), max(self.deepest, int(levels.max()))
         self.unbalanced = self.unbalanced or int(levels.min()) < 0
         if limit is not None and self.deepest > limit and self.checks:
@@ -158,4 +159,12 @@ class JsonScan:
                                           "levels deep.")
 
 
-__all__ = ["JSON_VALUES", "NUMBER_DIGITS", "NUMBER_SHAPE", "PIECE", "JsonScan", "raw"]
+@functools.cache
+def _steps() -> Any:
+    """``_STEP`` as an array, made once."""
+    import numpy as np
+
+    return np.asarray(_STEP, dtype=np.int64)
+
+
+__all__ = ["JSON_VALUES", "NUMBER_DIGITS", "PIECE", "JsonScan"]

@@ -93,13 +93,6 @@ def check_json_text(text: str | bytes, field: str, limit: int) -> None:
 
 
 BAD_CHAR = re.compile("[\x00\ud800-\udfff]")
-def might_hold_bad_text(raw_json: str | bytes) -> bool:
-    """False when JSON text certainly decodes to no NUL, no lone surrogate and no
-    non-finite number (NaN, Infinity, an exponent of three digits: 1e999): a fast
-    pre-check before walking the parsed value with ``check_value``."""
-    scan = JsonScan(checks=False)
-    scan.feed(raw_json)
-    return scan.suspect
 
 
 def bad_text(value: Any, path: str = "", max_depth: int | None = None
@@ -183,6 +176,5 @@ __all__ = [
     "check_length",
     "check_value",
     "json_depth",
-    "might_hold_bad_text",
     "setting_defaults",
 ]

@@ -13,7 +13,7 @@ from ..domain.errors import CONFLICT, DUPLICATE_CHAIN, ConflictError
 from ..domain.markdown import title_key
 from ..domain.versions import content_hash, step_entries
 from ..search.documents import DocSpec, entry_doc, protocol_doc
-from ..store import space_rows
+from ..store import listing, space_rows
 from .import_rows import Row
 
 if TYPE_CHECKING:
@@ -85,7 +85,7 @@ class Plan:
         (a protocol of the file without any has its text as version 1), and the built-in
         protocols' versions in this store."""
         out: dict[str, dict[int, list[str]]] = defaultdict(dict)
-        for pid in space_rows.builtin_protocols(repo.conn):
+        for pid in (r["id"] for r in repo.all(listing.builtin_protocols())):
             for held in repo.versions_of(pid):
                 out[pid][held["version"]] = [s["id"] for s in held["steps"]]
         for _, v in self.checked["protocol_versions"]:

@@ -82,7 +82,7 @@ class ProtocolService:
             if found is None:
                 raise NotFoundError(f"Version {version} of this protocol no longer exists.",
                                     field="uri")
-            steps = RunSteps.of(version, found)
+            steps = RunSteps.of(found)
             self.step_cache.put(protocol_id, version, steps)
         return steps
 

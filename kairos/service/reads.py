@@ -115,8 +115,7 @@ def _chain(run: Row, records: list[dict[str, Any]]) -> tuple[int, Broken | None]
     return checked, None
 
 
-def _verification(run: Row, records: list[dict[str, Any]]) -> Verification:
-    checked, broken = _chain(run, records)
+def _verification(run: Row, checked: int, broken: Broken | None) -> Verification:
     return {"run_id": run["id"], "valid": broken is None, "proofs": checked,
             "proven": bool(run["proven"]), "head": run["head"], "first_broken": broken}
 
@@ -229,7 +228,8 @@ class ReadService:
             return run, proof_records(repo, run["id"])
 
     def verify(self, run_id: str, caller: Caller) -> Verification:
-        return _verification(*self._records(run_id, caller))
+        run, records = self._records(run_id, caller)
+        return _verification(run, *_chain(run, records))
 
     def proof_log(self, run_id: str, caller: Caller) -> ProofLog:
         run, records = self._records(run_id, caller)
@@ -243,7 +243,7 @@ class ReadService:
             version = followed_version(repo, run["protocol_id"], run["protocol_version"])
             records = proof_records(repo, run["id"])
         steps = version.steps if version is not None else ()
-        _, first_broken = _chain(run, records)
+        checked, first_broken = _chain(run, records)
         links: list[Link] = []
         previous, failed = GENESIS_HASH, False
         for i, rec in enumerate(records):
@@ -280,7 +280,7 @@ class ReadService:
             "links": links,
             "protocol_version": run["protocol_version"], "chain_rule": run["chain_rule"],
         }
-        return detail, _verification(run, records)
+        return detail, _verification(run, checked, first_broken)
 
     # --- entries ---------------------------------------------------------------------------
 

@@ -28,7 +28,6 @@ from ..store.repo import Repo
 from .clock import new_nonce, now
 from .protocols import ProtocolService, RunContext, RunSteps
 from .reads import own_run
-from .versions import followed_version
 
 _SWAP_ATTEMPTS = 5
 _COUNTERS = {"success": "successes", "failure": "failures"}
@@ -211,12 +210,14 @@ class RunService:
                 if closed is not None:
                     raise ConflictError(errors.CONFLICT, f"Run {run['id']} {closed}; there is "
                                         "nothing to abort.", field="run_id")
-                version = followed_version(repo, run["protocol_id"], run["protocol_version"])
-                if version is None:
+                try:  # the step ids of the version it follows, cached as the run loop's
+                    ids = self.protocols.version_steps(repo, run["protocol_id"],
+                                                       run["protocol_version"]).ids
+                except NotFoundError:
                     raise NotFoundError(f"The protocol of run {run['id']} no longer exists.",
-                                        field="run_id")
-                step = version.steps[min(run["step_index"], len(version.steps) - 1)]
-                return self.record_outcome(repo, run, step.id, "failure", reason, 0.0, None,
+                                        field="run_id") from None
+                step_id = ids[min(run["step_index"], len(ids) - 1)]
+                return self.record_outcome(repo, run, step_id, "failure", reason, 0.0, None,
                                            _counts(run), _counted(run))
 
         return _retrying(record, "aborting")

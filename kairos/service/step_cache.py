@@ -25,8 +25,8 @@ class RunSteps:
     views: list[StepView]
 
     @classmethod
-    def of(cls, number: int, version: ProtocolData) -> RunSteps:
-        return cls(number, tuple(s.id for s in version.steps),
+    def of(cls, version: ProtocolData) -> RunSteps:
+        return cls(version.version, tuple(s.id for s in version.steps),
                    [StepView(s.uri, s.content, from_issued(dict(s.challenge)), s.label)
                     for s in version.steps])
 

@@ -33,11 +33,6 @@ def spaces_of(conn: Connection, table: str, ids: Iterable[str]) -> dict[str, str
     return out
 
 
-def builtin_protocols(conn: Connection) -> list[str]:
-    p = schema.protocols.c
-    return [r[0] for r in conn.execute(select(p.id).where(p.builtin.is_(True)))]
-
-
 def held_versions(conn: Connection, protocol_ids: Iterable[str]) -> set[tuple[str, int]]:
     """The (protocol id, version) the store holds of ``protocol_ids``."""
     v = schema.protocol_versions.c
