@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import and_, bindparam, select, update
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 from sqlalchemy.sql import Executable
 
@@ -101,9 +100,8 @@ def _count(conn: Connection, table: str, row: dict[str, Any], values: dict[str, 
         return
     insert = _BUMPS.get((f"new {table}", (conn.dialect.name,)))
     if insert is None:
-        insert_ = postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert
-        insert = _BUMPS[(f"new {table}", (conn.dialect.name,))] = (
-            insert_(_TABLES[table][0]).on_conflict_do_nothing())
+        insert = _BUMPS[(f"new {table}", (conn.dialect.name,))] = schema.insert_new(
+            conn, _TABLES[table][0])
     conn.execute(insert, {**new, **row})
     conn.execute(stmt, params)
 

@@ -6,7 +6,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import Select, bindparam, delete, func, insert, select, update
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, RowMapping
 from sqlalchemy.exc import IntegrityError
 
@@ -267,12 +266,11 @@ class Repo:
         """The statistics rows of a protocol as run in ``space`` (those missing), made with
         a protocol and its steps; an existing row is left as it is. Counting makes a row
         still missing (a built-in protocol's in a space that runs it: ``counts.apply``)."""
-        insert_ = postgresql.insert if self.conn.dialect.name == "postgresql" else sqlite.insert
-        self.conn.execute(insert_(schema.protocol_metrics).values(
+        self.conn.execute(schema.insert_new(self.conn, schema.protocol_metrics).values(
             protocol_id=protocol_id, space=space, runs=0, successes=0, failures=0,
-            quality_bonus=0.0, per_model={}).on_conflict_do_nothing())
+            quality_bonus=0.0, per_model={}))
         if step_ids:
-            self.conn.execute(insert_(schema.step_metrics).on_conflict_do_nothing(), [
+            self.conn.execute(schema.insert_new(self.conn, schema.step_metrics), [
                 {"step_id": s, "space": space, "protocol_id": protocol_id, "accepted": 0,
                  "refused": 0, "failures": 0} for s in step_ids])
 

@@ -18,6 +18,9 @@ from sqlalchemy import (
     UniqueConstraint,
     false,
 )
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import Connection
+from sqlalchemy.sql.dml import Insert
 
 metadata = MetaData()
 TS = String(32)  # ISO-8601 UTC timestamps sort as text on every backend
@@ -299,3 +302,10 @@ search_sessions = Table(
 def entry_table(kind: str) -> Table:
     """The table of an entry kind: ``experience`` or ``manual``."""
     return experiences if kind == "experience" else manuals
+
+
+def insert_new(conn: Connection, table: Table) -> Insert:
+    """An INSERT into ``table`` that skips a row whose key is already stored (ON CONFLICT
+    DO NOTHING, in the connection's dialect)."""
+    insert = postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert
+    return insert(table).on_conflict_do_nothing()

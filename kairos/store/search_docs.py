@@ -10,7 +10,6 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import delete, func, insert, select, update
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 
 from . import schema
@@ -126,8 +125,7 @@ def set_meta(conn: Connection, key: str, value: str) -> None:
 def add_meta(conn: Connection, key: str, value: str) -> str:
     """Store ``value`` unless the key has one (another writer's, perhaps a moment ago);
     the value the key holds."""
-    insert_ = postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert
-    conn.execute(insert_(_META).values(key=key, value=value).on_conflict_do_nothing())
+    conn.execute(schema.insert_new(conn, _META).values(key=key, value=value))
     return meta(conn, key) or value
 
 
