@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import re
 import sqlite3
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kairos.domain import doctext
 
@@ -74,3 +78,32 @@ def test_fts5_match_is_injection_safe() -> None:
         assert match is not None
         assert db.execute("SELECT count(*) FROM t WHERE t MATCH ?", (match,)).fetchone()[0] == 1
     assert doctext.fts5_match([]) is None
+
+
+# What ``clean`` and the step texts were as plain regex passes over the whole text: the
+# faster forms (skipped passes, ``str.split``, a prefix read lazily) must say the same.
+_SPACE = re.compile(r"\s+")
+
+
+def _clean_by_regex(text: str) -> str:
+    text = doctext._LINK.sub(r"\1", text)
+    text = doctext._FENCE.sub(" ", text)
+    return _SPACE.sub(" ", doctext._TEMPLATE.sub("", text)).strip()
+
+
+_PIECES = st.sampled_from(["[", "]", "(", ")", "{", "}", "!", "`", "```", "```json\n",
+                           " ", "\n", "\t", "\u3000", "\x1c", "\u00a0", "a", "Zb", "x_y",
+                           "proof of work: ", "PROOF OF WORK: echo", "](", "é"])
+_TEXTS = st.lists(_PIECES, max_size=60).map("".join) | st.text(max_size=80)
+
+
+@settings(max_examples=400, deadline=None)
+@given(text=_TEXTS, limit=st.integers(min_value=0, max_value=40))
+def test_clean_says_what_the_regex_passes_said_and_a_limit_cuts_it(text: str,
+                                                                     limit: int) -> None:
+    full = _clean_by_regex(text)
+    assert doctext.clean(text) == full
+    assert doctext.clean(text, limit) == full[:limit]
+    assert doctext.step_words(text, limit) == doctext.step_words(text)[:limit]
+    assert (doctext.clean(doctext._search_text(text), limit)
+            == _clean_by_regex(doctext.step_search_body(text))[:limit])
