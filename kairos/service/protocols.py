@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from typing import Any, cast
 
 import numpy as np
@@ -15,7 +14,7 @@ from ..domain.caller import BUILTIN_SPACE, Caller
 from ..domain.errors import ConflictError, KairosError, NotFoundError, ValidationError
 from ..domain.requests import Delete, StepChange, Update
 from ..domain.responses import DeleteResult, ItemResult, ProtocolDump, StepDump, UpdateResult
-from ..domain.run_data import ProtocolData, step_data
+from ..domain.run_data import ProtocolData, protocol_data, step_data
 from ..domain.uris import parse_uri, to_uri, uri_list
 from ..domain.versions import draft_of, protocol_dump, step_dump
 from ..search.documents import DocSpec, protocol_doc
@@ -101,25 +100,23 @@ class ProtocolService:
         first step, the step's own for another), as it is now or as it was at ``version``."""
         with self.store.read() as repo:
             step, proto, rows = self.resolve(repo, uri, caller)
-            if version is not None:
-                data = version_of(repo, proto["id"], version, uri, "version")
-                at = next((i for i, s in enumerate(data.steps) if s.id == step["id"]), None)
-            else:  # its text is rendered below, for the whole protocol only
-                at, data = step["position"], ProtocolData(
-                    proto["id"], proto["title"], proto["version"], "", step_data(rows))
-            if not (protocol or (protocol is None and at == 0)):
-                if at is None:
-                    raise NotFoundError(f"Version {version} of this protocol has no step "
-                                        f"{to_uri(step['id'])}.", field="version")
-                return step_dump(data, at)
-            learned = ([] if self.search is None else
-                       [t["text"] for t in self.search.learning.listing(repo.conn, proto["id"])])
-        if version is not None:
-            draft = markdown.parse(data.markdown)[0]
-            return protocol_dump(data, draft.tags, draft.triggers, learned)
-        draft = draft_of(proto, rows)
-        return protocol_dump(replace(data, markdown=markdown.render(draft)), proto["tags"],
-                             draft.triggers, learned)
+            if version is None:
+                draft, tags = draft_of(proto, rows), proto["tags"]
+                data = ProtocolData(proto["id"], proto["title"], proto["version"],
+                                    markdown.render(draft), step_data(rows))
+            else:
+                data = protocol_data(version_of(repo, proto["id"], version, uri, "version"))
+                draft = markdown.parse(data.markdown)[0]
+                tags = draft.tags
+            at = next((i for i, s in enumerate(data.steps) if s.id == step["id"]), None)
+            if protocol or (protocol is None and at == 0):
+                learned = ([] if self.search is None else [
+                    t["text"] for t in self.search.learning.listing(repo.conn, proto["id"])])
+                return protocol_dump(data, tags, draft.triggers, learned)
+        if at is None:
+            raise NotFoundError(f"Version {version} of this protocol has no step "
+                                f"{to_uri(step['id'])}.", field="version")
+        return step_dump(data, at)
 
     # --- update and delete -----------------------------------------------------------------
 

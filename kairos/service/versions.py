@@ -59,10 +59,9 @@ def followed_version(repo: Repo, protocol_id: str, number: int) -> ProtocolData 
     return None if found is None else protocol_data(found)
 
 
-def version_of(repo: Repo, protocol_id: str, number: int, uri: str, field: str
-               ) -> ProtocolData:
-    """``followed_version``, asked for by a caller: one not held answers 404 on ``field``."""
-    found = followed_version(repo, protocol_id, number)
+def version_of(repo: Repo, protocol_id: str, number: int, uri: str, field: str) -> Row:
+    """A stored version, asked for by a caller: one not held answers 404 on ``field``."""
+    found = repo.version(protocol_id, number)
     if found is None:
         raise NotFoundError(f"No version {number} of the protocol at {uri}.", field=field)
     return found
@@ -98,11 +97,11 @@ class VersionService:
             _, proto, steps = self.protocols.resolve(repo, req.uri, caller)
             old = version_of(repo, proto["id"], req.from_version, req.uri, "from")
             new = version_of(repo, proto["id"], req.to_version, req.uri, "to")
-        text = unified_diff(old.markdown, new.markdown, f"version {old.version}",
-                            f"version {new.version}")
+        text = unified_diff(old["markdown"], new["markdown"], f"version {old['version']}",
+                            f"version {new['version']}")
         return {"uri": to_uri(steps[0]["id"]), "chain_label": proto["title"],
-                "from_version": old.version, "to_version": new.version,
-                "from_hash": old.content_hash, "to_hash": new.content_hash,
+                "from_version": old["version"], "to_version": new["version"],
+                "from_hash": old["content_hash"], "to_hash": new["content_hash"],
                 "diff": text, "lines": diff_lines(text)}
 
 
