@@ -84,7 +84,7 @@ from ..search.service import SearchService
 from ..store.db import Store
 from ..store.notices import notices_for
 from ..store.sessions import DbSessionStore
-from .bundles import BundleService
+from .bundles import export_bundle
 from .changes import Changes
 from .datasets import export_dataset
 from .entries import EntryService
@@ -127,9 +127,8 @@ class Kairos:
         self.expiry = RunExpiry(store, int(settings.run_idle_minutes))
         self.reads = ReadService(store, self.protocols, run_idle_minutes=self.expiry.minutes,
                                  home=None if settings.database_url else str(settings.home_path))
-        self.bundles = BundleService(store, self.signing)
         self.resources = ResourceService(store, self.protocols, self.entries, self.reads,
-                                         self.bundles)
+                                         self.signing)
         #: What writes changed, for whoever listens (``changes``).
         self.changes = Changes(notices_for(store.engine))
         self.minter.install_builtins()
@@ -261,7 +260,7 @@ class Kairos:
     def export_run(self, request: RunRef, caller: Caller) -> Bundle:
         """The run as a signed bundle (``docs/bundle.md``) that anyone holding the key set
         verifies offline; an active run's holds its chain so far."""
-        return self.bundles.export(request.run_id, caller)
+        return export_bundle(self.store, self.signing, request.run_id, caller)
 
     def key_set(self) -> KeySet:
         """The public keys a bundle of this server may be signed with: the current one,

@@ -18,10 +18,11 @@ from ..domain.uris import to_uri
 from ..store import listing
 from ..store.db import Store
 from ..store.repo import Repo, Row
-from .bundles import BundleService
+from .bundles import export_bundle
 from .entries import EntryService
 from .protocols import ProtocolService
 from .reads import ReadService, own_run
+from .signing import Signing
 
 
 class ResourceItem(TypedDict):
@@ -71,12 +72,12 @@ def _section(repo: Repo, section: str, space: str, after: tuple[str, str] | None
 
 class ResourceService:
     def __init__(self, store: Store, protocols: ProtocolService, entries: EntryService,
-                 reads: ReadService, bundles: BundleService) -> None:
+                 reads: ReadService, signing: Signing) -> None:
         self.store = store
         self.protocols = protocols
         self.entries = entries
         self.reads = reads
-        self.bundles = bundles
+        self.signing = signing
 
     def page(self, cursor: str | None, caller: Caller, size: int = RESOURCE_PAGE
              ) -> ResourcePage:
@@ -125,7 +126,8 @@ class ResourceService:
                         "text": pretty(self.run(str(ref.id), caller))}
             if ref.kind == res.BUNDLE:
                 return {"uri": uri, "mime_type": res.MIME_JSON,
-                        "text": pretty(self.bundles.export(str(ref.id), caller))}
+                        "text": pretty(export_bundle(self.store, self.signing, str(ref.id),
+                                                           caller))}
         except NotFoundError as exc:
             if exc.field == "version":
                 raise
