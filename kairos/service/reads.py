@@ -6,6 +6,7 @@ link; the home view; and the one check that a run is the caller's."""
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from ..domain import engine
@@ -115,6 +116,13 @@ def _chain(run: Row, records: list[dict[str, Any]]) -> tuple[int, Broken | None]
     return checked, None
 
 
+def _page(req: ListProtocols | ListRuns | ListEntries, items: list[Any], total: int,
+          read: int) -> Any:
+    """A page of ``items``, of the ``read`` rows the page's query gave."""
+    return {"items": items, "total": total, "limit": req.limit, "offset": req.offset,
+            "has_more": req.offset + read < total}
+
+
 def _verification(run: Row, checked: int, broken: Broken | None) -> Verification:
     return {"run_id": run["id"], "valid": broken is None, "proofs": checked,
             "proven": bool(run["proven"]), "head": run["head"], "first_broken": broken}
@@ -136,9 +144,8 @@ class ReadService:
                 caller.space, limit=req.limit, offset=req.offset, title=req.title,
                 tag=req.tag, builtin=req.builtin, sort=req.sort))
         # A protocol always has steps: one caught mid-delete is left out.
-        items = [_protocol_item(r) for r in rows if r["step_id"] is not None]
-        return {"items": items, "total": total, "limit": req.limit, "offset": req.offset,
-                "has_more": req.offset + len(rows) < total}
+        return _page(req, [_protocol_item(r) for r in rows if r["step_id"] is not None],
+                     total, len(rows))
 
     def protocol_overview(self, uri: str, caller: Caller) -> ProtocolOverview:
         """Steps in order with their challenges, and the protocol's statistics."""
@@ -179,16 +186,16 @@ class ReadService:
         space (a built-in protocol's are kept per space)."""
         with self.store.read() as repo:
             _, proto, rows = self.protocols.resolve(repo, uri, caller)
-            m = repo.protocol_metrics(proto["id"], caller.space)
+            found = repo.protocol_metrics(proto["id"], caller.space)
             per_step = repo.step_metrics_of(proto["id"], caller.space)
         counts = ("accepted", "refused", "failures")
+        m: Mapping[Any, Any] = found or {"runs": 0, "successes": 0, "failures": 0,
+                                         "quality_bonus": 0.0, "last_outcome": None,
+                                         "last_run_at": None, "per_model": {}}
         return {
-            "runs": m["runs"] if m else 0, "successes": m["successes"] if m else 0,
-            "failures": m["failures"] if m else 0,
-            "quality_bonus": m["quality_bonus"] if m else 0.0,
-            "last_outcome": m["last_outcome"] if m else None,
-            "last_run_at": m["last_run_at"] if m else None,
-            "per_model": m["per_model"] if m else {},
+            "runs": m["runs"], "successes": m["successes"], "failures": m["failures"],
+            "quality_bonus": m["quality_bonus"], "last_outcome": m["last_outcome"],
+            "last_run_at": m["last_run_at"], "per_model": m["per_model"],
             "steps": [{"uri": to_uri(r["id"]), "label": r["label"],
                        **{k: (per_step[r["id"]][k] if r["id"] in per_step else 0)
                           for k in counts}}  # type: ignore[typeddict-item]
@@ -207,9 +214,7 @@ class ReadService:
             rows, total = repo.page(reads.run_page(
                 caller.space, limit=req.limit, offset=req.offset, status=req.status,
                 protocol_id=protocol_id))
-        items = [_run_item(r) for r in rows]
-        return {"items": items, "total": total, "limit": req.limit, "offset": req.offset,
-                "has_more": req.offset + len(items) < total}
+        return _page(req, [_run_item(r) for r in rows], total, len(rows))
 
     def run_of_nonce(self, nonce: str, caller: Caller) -> RunItem:
         """The run a challenge's nonce belongs to (so a terminal can name the run it is
@@ -295,13 +300,11 @@ class ReadService:
              "title": r["title"], "section": r.get("section"), "author": r["author"],
              "updated_at": r["updated_at"],
              "preview": truncate(plain_text(r[body]), PREVIEW_LEN)} for r in rows]
-        return {"items": items, "total": total, "limit": req.limit, "offset": req.offset,
-                "has_more": req.offset + len(items) < total}
+        return _page(req, items, total, len(rows))
 
     # --- the home view and short ids ------------------------------------------------------
 
     def home(self, caller: Caller, backend: str) -> Home:
-        """The newest protocols with their statistics and the newest runs, with totals."""
         protocols = self.protocols_page(ListProtocols(limit=HOME_ITEMS), caller)
         runs = self.runs_page(ListRuns(limit=HOME_ITEMS), caller)
         active = self.runs_page(ListRuns(limit=1, status=engine.ACTIVE), caller)["total"]
