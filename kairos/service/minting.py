@@ -69,8 +69,6 @@ class Minter:
 
     def mint_many(self, docs: Sequence[str], caller: Caller, *, force_update: bool = False
                   ) -> list[MintResult | KairosError]:
-        """Mint documents one by one (an error stops only its own document), with the
-        vectors of all of them from one batched pass of the model: a bulk mint."""
         parsed: list[list[markdown.ProtocolDraft] | KairosError] = []
         for doc in docs:
             try:
@@ -95,7 +93,7 @@ class Minter:
         if not markdown_doc.strip():
             raise ValidationError("markdown_doc", "a non-empty markdown string")
         markdown_doc = _unquoted(markdown_doc)
-        drafts = self.protocols.parse(markdown_doc)
+        drafts = self.protocols.parser.parse(markdown_doc)
         seen: set[str] = set()
         for d in drafts:
             if title_key(d.title) in seen:

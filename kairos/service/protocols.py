@@ -85,13 +85,6 @@ class ProtocolService:
             self.step_cache.put(protocol_id, version, steps)
         return steps
 
-    # --- reading markdown ------------------------------------------------------------------
-
-    def parse(self, doc: str) -> list[markdown.ProtocolDraft]:
-        """``markdown.parse`` as every write of a protocol reads its markdown: a large
-        document in a worker process (``service.parsing``)."""
-        return self.parser.parse(doc)
-
     # --- dump ------------------------------------------------------------------------------
 
     def dump(self, uri: str, caller: Caller, *, protocol: bool | None = False,
@@ -156,7 +149,7 @@ class ProtocolService:
                 step, proto, rows = self.resolve(repo, uri, caller, writable=True)
             new_label = label if label is not None and label.strip() else step["label"]
             body = content if content is not None else step["content"]
-            parsed = self.parse(f"# {proto['title']}\n\n## {new_label}\n\n{body}\n")
+            parsed = self.parser.parse(f"# {proto['title']}\n\n## {new_label}\n\n{body}\n")
             if len(parsed) != 1 or len(parsed[0].steps) != 1:
                 raise ValidationError("markdown_doc", "the body of one step, without H1/H2 "
                                       "headings outside code blocks")
@@ -212,7 +205,8 @@ class ProtocolService:
         if not repo.touch_protocol(proto["id"], proto["updated_at"], stamp, tags=draft.tags):
             return False
         record_version(repo, proto, proto["id"], proto["space"], draft, rows, stamp)
-        self._index(repo, indexed)
+        if indexed is not None and self.search is not None:
+            self.search.index(repo, [indexed[0]], indexed[1])
         return True
 
     def _indexed(self, proto: Row, draft: markdown.ProtocolDraft, stamp: str
@@ -222,10 +216,6 @@ class ProtocolService:
             return None
         spec = protocol_doc(proto["id"], proto["space"], draft, stamp)
         return spec, self.search.embed_docs([spec])
-
-    def _index(self, repo: Repo, indexed: Indexed | None) -> None:
-        if indexed is not None and self.search is not None:
-            self.search.index(repo, [indexed[0]], indexed[1])
 
 
 def _batch(uris: list[str], one: Callable[[int, str], ItemResult], status: str
