@@ -281,8 +281,6 @@ class Kairos:
         return self.reads.home(caller, self.store.dialect)
 
     def expand_id(self, request: ShortId, caller: Caller) -> str:
-        """A step URI or run id from the short id a table shows (its first characters);
-        anything else is returned as given."""
         return self.reads.expand_id(request, caller)
 
     # --- MCP resources (``resources``) -----------------------------------------------------

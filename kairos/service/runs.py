@@ -213,7 +213,6 @@ class RunService:
         return _retrying(record, "attesting")
 
     def abort(self, run_id: str, caller: Caller, reason: str) -> AttestResult:
-        """Finish an active or completed run as failed at the step it waits on."""
 
         def record(locked: bool) -> AttestResult:
             with self.store.write() as repo:

@@ -29,8 +29,6 @@ class TriggerService:
                 "learned_limit": limits.LEARNED_TRIGGERS}
 
     def triggers(self, uri: str, caller: Caller) -> TriggerList:
-        """The protocol's author triggers and learned triggers (most recently used
-        first)."""
         with self.store.read() as repo:
             _, proto, steps = self.protocols.resolve(repo, uri, caller)
             return self._listing(repo, proto, steps)
