@@ -11,6 +11,7 @@ from ..domain import limits
 from ..domain.caller import Caller, valid_session_id
 from ..domain.errors import CONFLICT, ConflictError, NotFoundError, ValidationError
 from ..domain.requests import (
+    ENTRY_FIELDS,
     FIELDS,
     SECTIONS,
     STARTER_CATEGORIES,
@@ -37,16 +38,12 @@ from .turns import GUARD_ATTEMPTS, in_turn
 
 
 def _text(value: Any, field: str, *, required: bool, limit: int) -> str | None:
-    if value is None or (isinstance(value, str) and not value.strip() and not required):
-        if required:
-            raise ValidationError(field, "a non-empty string")
+    blank = value is None or (isinstance(value, str) and not value.strip())
+    if blank and not required:
         return None
-    if not isinstance(value, str) or not value.strip():
+    if blank or not isinstance(value, str):
         raise ValidationError(field, "a non-empty string")
-    if len(value) > limit:
-        raise ValidationError(field, f"at most {limit} characters",
-                              message=f"{field} is {len(value)} characters; the limit is "
-                                      f"{limit}.")
+    limits.check_length(value, field, limit)
     return value.strip()
 
 
@@ -214,12 +211,11 @@ class EntryService(EntrySearch):
 
     def read_entries(self, req: ReadEntries, caller: Caller, *,
                      session_id: str | None = None) -> EntriesRead:
-        ids = [req.ids] if isinstance(req.ids, str) else req.ids
-        fields = known_fields(req.fields, (*FIELDS["experience"], *FIELDS["manual"]))
+        fields = known_fields(req.fields, ENTRY_FIELDS)
         snippet_len = req.snippet_len or limits.SNIPPET_DEFAULT
         entries, missing = [], []
         with self.store.read() as repo:
-            for entry_id in ids:
+            for entry_id in req.ids:
                 try:
                     kind, row = self._load(repo, entry_id, caller)
                 except NotFoundError:

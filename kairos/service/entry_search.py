@@ -9,7 +9,7 @@ from typing import Any
 from ..domain import limits, scoring
 from ..domain.caller import Caller, valid_session_id
 from ..domain.errors import NotFoundError, ValidationError
-from ..domain.requests import ENTRY_TYPES, FIELDS, Cite, SearchEntries
+from ..domain.requests import ALL_FIELDS, ENTRY_TYPES, Cite, SearchEntries
 from ..domain.responses import SessionInfo, UnifiedResult
 from ..domain.uris import to_uri
 from ..search.explain import explain
@@ -103,13 +103,9 @@ class EntrySearch:
                 if record is None:
                     continue
                 body = record.get(BODY[hit.kind]) or ""
-                reasons = []
-                if hit.dense is not None and hit.text:
-                    reasons.append("semantic and keyword match")
-                elif hit.dense is not None:
-                    reasons.append("semantic match")
-                else:
-                    reasons.append("keyword match")
+                matched = ("keyword" if hit.dense is None else
+                           "semantic and keyword" if hit.text else "semantic")
+                reasons = [f"{matched} match"]
                 if penalised:
                     reasons.append(f"viewed earlier in this session (score ×{DOWNRANK_FACTOR})")
                 result = {
@@ -173,10 +169,10 @@ def session_key(caller: Caller, session_id: str) -> str:
     return f"{caller.space}/{session_id}"
 
 
-def known_fields(fields: list[str] | None, allowed: tuple[str, ...]) -> list[str] | None:
+def known_fields(fields: list[str] | None, allowed: list[str]) -> list[str] | None:
     unknown = [f for f in fields or () if f not in allowed]
     if unknown:
-        names = ", ".join(sorted(set(allowed)))
+        names = ", ".join(allowed)
         raise ValidationError("fields", f"fields from: {names}",
                               message=f"Unknown field '{unknown[0]}'; allowed: {names}.")
     return fields
@@ -208,7 +204,7 @@ class Unified:
                    offset=r.offset or 0,
                    min_score=r.min_score, filters=filters,
                    snippet_len=r.snippet_len or limits.SNIPPET_DEFAULT,
-                   fields=known_fields(r.fields, tuple(f for fs in FIELDS.values() for f in fs)),
+                   fields=known_fields(r.fields, ALL_FIELDS),
                    hide_viewed=bool(r.hide_viewed),
                    downrank_viewed=r.downrank_viewed is not False, session_id=r.session_id,
                    explain=bool(r.explain))
