@@ -110,11 +110,6 @@ def _counts(run: RunRow) -> Counts:
     return Counts(run["protocol_id"], run["space"], run["protocol_version"])
 
 
-def _state(row: RunRow) -> RunState:
-    return RunState(row["id"], row["step_index"], row["challenge"], row["head"],
-                    row["retry_count"], row["attempt"], row["status"])
-
-
 def _state_values(state: RunState, stamp: str) -> dict[str, Any]:
     return {"step_index": state.step_index, "challenge": state.challenge,
             "nonce": state.nonce, "head": state.head, "retry_count": state.retry_count,
@@ -336,7 +331,8 @@ class RunService:
         it); ``_Lost`` when another writer won the run. An accepted answer's swap also
         writes the outcome ``done`` (an attest's)."""
         steps = loaded.views
-        state = _state(run)
+        state = RunState(run["id"], run["step_index"], run["challenge"], run["head"],
+                         run["retry_count"], run["attempt"], run["status"])
         if state.challenge is None or state.step_index >= len(steps):
             raise ValidationError("solution", "no pending challenge for this run")
         nonce, stamp = new_nonce(), now()
