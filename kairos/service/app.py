@@ -37,7 +37,7 @@ from .runs import RunService
 from .signing import Signing, open_signing
 from .transfer import export_records
 from .triggers import TriggerService
-from .versions import VersionService
+from .versions import diff_versions, list_versions
 
 
 class Kairos:
@@ -56,7 +56,6 @@ class Kairos:
         self.protocols = ProtocolService(store, self.search_engine, Parser(self.limits))
         self.minter = Minter(store, self.search_engine, self.protocols)
         self.runs = RunService(store, self.protocols, self.limits)
-        self.version_service = VersionService(store, self.protocols)
         self.finder = ProtocolFinder(store, self.search_engine,
                                      float(settings.search_threshold))
         self.trigger_service = TriggerService(store, self.protocols, self.search_engine)
@@ -142,10 +141,10 @@ class Kairos:
     # --- running protocols (contract §4) ---------------------------------------------------
 
     def versions(self, request: requests.ProtocolRef, caller: Caller) -> VersionList:
-        return self.version_service.versions(request.uri, caller)
+        return list_versions(self.protocols, request.uri, caller)
 
     def diff_versions(self, request: VersionDiff, caller: Caller) -> VersionsDiff:
-        return self.version_service.diff(request, caller)
+        return diff_versions(self.protocols, request, caller)
 
     def begin(self, request: requests.Begin, caller: Caller) -> responses.StepResult:
         return self.runs.begin(request.uri, caller)
