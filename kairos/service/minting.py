@@ -171,8 +171,6 @@ class Minter:
         """Every draft's search document and vectors, from one call to the model, made
         before the write transaction so that no writer waits on the model."""
         specs = [protocol_doc("", space, d, "") for d in drafts]
-        if self.search is None:
-            return [(spec, None) for spec in specs]
         return list(zip(specs, self.search.embed_each(specs), strict=True))
 
     def _store_draft(self, repo: Repo, draft: markdown.ProtocolDraft, space: str,

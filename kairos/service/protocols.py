@@ -32,7 +32,7 @@ Indexed = tuple[DocSpec, np.ndarray | None]
 
 
 class ProtocolService:
-    def __init__(self, store: Store, search: SearchService | None, parser: Parser) -> None:
+    def __init__(self, store: Store, search: SearchService, parser: Parser) -> None:
         self.store = store
         self.search = search
         self.step_cache = StepCache()
@@ -103,8 +103,8 @@ class ProtocolService:
                 tags = draft.tags
             at = next((i for i, s in enumerate(data.steps) if s.id == step["id"]), None)
             if protocol or (protocol is None and at == 0):
-                learned = ([] if self.search is None else [
-                    t["text"] for t in self.search.learning.listing(repo.conn, proto["id"])])
+                learned = [t["text"] for t in
+                           self.search.learning.listing(repo.conn, proto["id"])]
                 return protocol_dump(data, tags, draft.triggers, learned)
         if at is None:
             raise NotFoundError(f"Version {version} of this protocol has no step "
@@ -182,8 +182,7 @@ class ProtocolService:
                 with self.store.write() as repo:
                     step, proto, steps = self.resolve(repo, uri, caller, writable=True)
                     repo.delete_protocol(proto["id"])
-                    if self.search is not None:
-                        self.search.unindex(repo, "protocol", [proto["id"]])
+                    self.search.unindex(repo, "protocol", [proto["id"]])
                 return [to_uri(s["id"]) for s in steps]
             rest = [r for r in steps if r["id"] != step["id"]]
             draft, stamp = draft_of(proto, rest), now()
@@ -205,14 +204,14 @@ class ProtocolService:
         if not repo.touch_protocol(proto["id"], proto["updated_at"], stamp, tags=draft.tags):
             return False
         record_version(repo, proto, proto["id"], proto["space"], draft, rows, stamp)
-        if indexed is not None and self.search is not None:
+        if indexed is not None:
             self.search.index(repo, [indexed[0]], indexed[1])
         return True
 
     def _indexed(self, proto: Row, draft: markdown.ProtocolDraft, stamp: str
                  ) -> Indexed | None:
         """A protocol's new search document and its vectors, made before the write."""
-        if self.search is None or proto["space"] == BUILTIN_SPACE:
+        if proto["space"] == BUILTIN_SPACE:
             return None
         spec = protocol_doc(proto["id"], proto["space"], draft, stamp)
         return spec, self.search.embed_docs([spec])

@@ -268,7 +268,7 @@ class RunService:
                                 proven=proven, created_at=stamp)
         repo.count(counts)  # first: its lock on the protocol's statistics row makes the
         # attests of one protocol learn in turn (two learning one trigger would collide)
-        if done.outcome == "success" and proven and self.protocols.search is not None:
+        if done.outcome == "success" and proven:
             self.protocols.search.learning.learn(repo, swapped)  # the searches that led here
         return {
             "uri": to_uri(done.step_id),
