@@ -36,7 +36,7 @@ from .resources import ResourcePage, ResourceService, ResourceText
 from .runs import RunService
 from .signing import Signing, open_signing
 from .transfer import export_records
-from .triggers import TriggerService
+from .triggers import forget_triggers, trigger_list
 from .versions import diff_versions, list_versions
 
 
@@ -58,7 +58,6 @@ class Kairos:
         self.runs = RunService(store, self.protocols, self.limits)
         self.finder = ProtocolFinder(store, self.search_engine,
                                      float(settings.search_threshold))
-        self.trigger_service = TriggerService(store, self.protocols, self.search_engine)
         self.entries = EntryService(store, self.search_engine)
         self.expiry = RunExpiry(store, int(settings.run_idle_minutes))
         self.reads = ReadService(store, self.protocols, run_idle_minutes=self.expiry.minutes,
@@ -87,12 +86,12 @@ class Kairos:
 
     def triggers(self, request: requests.ProtocolRef, caller: Caller) -> responses.TriggerList:
         """A protocol's author triggers and learned triggers."""
-        return self.trigger_service.triggers(request.uri, caller)
+        return trigger_list(self.protocols, request.uri, caller)
 
     def forget_triggers(self, request: requests.ForgetTriggers, caller: Caller
                         ) -> responses.TriggerList:
         """Remove learned triggers of a protocol (every one without ``trigger_ids``)."""
-        return self.trigger_service.forget(request.uri, request.trigger_ids, caller)
+        return forget_triggers(self.protocols, request.uri, request.trigger_ids, caller)
 
     # --- protocols (contract §2) -----------------------------------------------------------
 
