@@ -54,15 +54,15 @@ class ProtocolService:
                               field=field)
         return step, protocol, repo.steps_of(protocol["id"])
 
-    def run_context(self, repo: Repo, uri: object, caller: Caller, nonce: str | None = None,
-                    *, field: str = "uri") -> RunContext:
+    def run_context(self, repo: Repo, uri: object, caller: Caller, nonce: str | None = None
+                    ) -> RunContext:
         """``resolve`` for the run loop, in one query: the step, its protocol, the parsed
         steps of the version the nonce's run follows (else the current version) and that
         run. The same 404 as ``resolve``."""
-        step_id = parse_uri(uri, field)
+        step_id = parse_uri(uri)
         loaded = repo.run_context(step_id, nonce)
         if loaded is None or not caller.sees(loaded[0]["p_space"]):
-            raise NotFoundError(f"No protocol step at {uri}.", field=field)
+            raise NotFoundError(f"No protocol step at {uri}.", field="uri")
         found, run = loaded
         protocol_id = found["p_id"]
         pinned = run["protocol_version"] if run is not None and (
@@ -70,7 +70,7 @@ class ProtocolService:
         steps = self.version_steps(repo, protocol_id, pinned)
         position = (steps.ids.index(step_id) if step_id in steps.ids else found["position"])
         if position is None:
-            raise NotFoundError(f"No protocol step at {uri}.", field=field)
+            raise NotFoundError(f"No protocol step at {uri}.", field="uri")
         return RunContext({"id": step_id, "position": position}, protocol_id, steps, run)
 
     def version_steps(self, repo: Repo, protocol_id: str, version: int) -> RunSteps:
