@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ..domain import limits
+from ..domain import limits, responses
 from ..domain.caller import Caller, valid_session_id
 from ..domain.errors import CONFLICT, ConflictError, NotFoundError, ValidationError
 from ..domain.requests import (
@@ -18,14 +18,6 @@ from ..domain.requests import (
     ReadEntries,
     UpdateEntry,
     WriteEntry,
-)
-from ..domain.responses import (
-    Category,
-    CategoryList,
-    DuplicateCheck,
-    EntriesRead,
-    EntryKind,
-    EntryWritten,
 )
 from ..domain.uris import new_id
 from ..search.documents import DocSpec, entry_doc
@@ -95,7 +87,7 @@ class EntryService(EntrySearch):
 
     # --- categories --------------------------------------------------------------------------
 
-    def _ensure_categories(self, repo: Repo, space: str) -> list[Category]:
+    def _ensure_categories(self, repo: Repo, space: str) -> list[responses.Category]:
         rows = repo.categories(space)
         if not rows:
             repo.insert_categories(space, STARTER_CATEGORIES)
@@ -111,14 +103,14 @@ class EntryService(EntrySearch):
                 codes = {c["code"] for c in self._ensure_categories(repo, space)}
         return codes
 
-    def list_categories(self, caller: Caller) -> CategoryList:
+    def list_categories(self, caller: Caller) -> responses.CategoryList:
         with self.store.write() as repo:
             cats = self._ensure_categories(repo, caller.space)
         return {"categories": cats, "count": len(cats)}
 
     # --- writes ------------------------------------------------------------------------------
 
-    def write_entry(self, req: WriteEntry, caller: Caller) -> EntryWritten:
+    def write_entry(self, req: WriteEntry, caller: Caller) -> responses.EntryWritten:
         kind = req.entity_type
         values = validated_entry(kind, req.model_dump(exclude_unset=True),
                                  self._category_codes(caller.space))
@@ -130,9 +122,9 @@ class EntryService(EntrySearch):
         return self._store_new(kind, row, values, spec, vectors, caller)
 
     @in_turn
-    def _store_new(self, kind: EntryKind, row: dict[str, Any], values: dict[str, Any],
+    def _store_new(self, kind: responses.EntryKind, row: dict[str, Any], values: dict[str, Any],
                    spec: DocSpec, vectors: np.ndarray | None, caller: Caller
-                   ) -> EntryWritten:
+                   ) -> responses.EntryWritten:
         for _ in range(GUARD_ATTEMPTS):
             seen = self.search.version(caller.space, kind)
             check = self._duplicates(kind, caller.space, values, None, vectors)
@@ -147,7 +139,7 @@ class EntryService(EntrySearch):
                             field="request")
 
     @in_turn
-    def update_entry(self, req: UpdateEntry, caller: Caller) -> EntryWritten:
+    def update_entry(self, req: UpdateEntry, caller: Caller) -> responses.EntryWritten:
         entity_id = req.entity_id
         updates = req.updates.model_dump(exclude_unset=True)
         if not updates:
@@ -175,7 +167,7 @@ class EntryService(EntrySearch):
         raise ConflictError(CONFLICT, "The entry kept changing; retry.", field="entity_id")
 
     def _load(self, repo: Repo, entity_id: str, caller: Caller
-              ) -> tuple[EntryKind, dict[str, Any]]:
+              ) -> tuple[responses.EntryKind, dict[str, Any]]:
         if limits.BAD_CHAR.search(entity_id):  # no id holds one; PostgreSQL cannot compare it
             raise NotFoundError(f"No entry {entity_id!r}.", field="entity_id")
         for kind in ("experience", "manual"):
@@ -185,7 +177,7 @@ class EntryService(EntrySearch):
         raise NotFoundError(f"No entry {entity_id}.", field="entity_id")
 
     def _duplicates(self, kind: str, space: str, values: dict[str, Any],
-                    exclude: str | None, vectors: np.ndarray | None) -> DuplicateCheck:
+                    exclude: str | None, vectors: np.ndarray | None) -> responses.DuplicateCheck:
         """The advisory duplicate check (a read, before the write): ≥ 0.85 → review_first,
         0.50–0.84 → listed as FYI."""
         body = values.get("playbook") or values.get("content") or ""
@@ -210,7 +202,7 @@ class EntryService(EntrySearch):
         return {k: v for k, v in full.items() if k in keep}
 
     def read_entries(self, req: ReadEntries, caller: Caller, *,
-                     session_id: str | None = None) -> EntriesRead:
+                     session_id: str | None = None) -> responses.EntriesRead:
         fields = known_fields(req.fields, ENTRY_FIELDS)
         snippet_len = req.snippet_len or limits.SNIPPET_DEFAULT
         entries, missing = [], []
