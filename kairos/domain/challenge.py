@@ -8,7 +8,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import limits, lookalike, relevance, texts
-from .errors import MISSING_CHALLENGE_FIELD, UNKNOWN_CHALLENGE_TYPE, MarkdownError
+from .errors import (
+    INVALID_CHALLENGE_JSON,
+    MISSING_CHALLENGE_FIELD,
+    UNKNOWN_CHALLENGE_TYPE,
+    MarkdownError,
+)
 
 CHALLENGE_TYPES = ("shell", "mcp", "user_input", "comment")
 DEFAULT_SHELL_TIMEOUT = 30
@@ -50,53 +55,56 @@ def make_challenge(kind: str, params: dict[str, Any], description: str | None = 
     return Challenge(kind, params, description or describe(kind, params))
 
 
+def _missing(message: str, field: str, line: int | None, expected: str | None = None
+             ) -> MarkdownError:
+    return MarkdownError(MISSING_CHALLENGE_FIELD, message, field=field, expected=expected,
+                         line=line)
+
+
+def _on_line(line: int | None) -> str:
+    return f" on line {line}" if line else ""
+
+
+def _in_line(line: int | None) -> str:
+    return f" (line {line})" if line else ""
+
+
 def _need(obj: dict[str, Any], key: str, kind: str, expected: type | tuple[type, ...],
           line: int | None) -> Any:
     value = obj.get(key)
     ok = isinstance(value, expected) and not isinstance(value, bool) and value != ""
     if not ok:
-        raise MarkdownError(
-            MISSING_CHALLENGE_FIELD,
-            f"{kind} challenge needs '{kind}.{key}'"
-            + (f" on line {line}" if line else ""),
-            field=f"challenge.{kind}.{key}",
-            line=line,
-        )
+        raise _missing(f"{kind} challenge needs '{kind}.{key}'{_on_line(line)}",
+                       f"challenge.{kind}.{key}", line)
     return value
 
 
 def challenge_from_json(data: Any, line: int | None = None) -> Challenge:
     """Validate a ``{"type": ..., "<type>": {...}}`` object from a step's json block."""
     if not isinstance(data, dict):
-        raise MarkdownError(MISSING_CHALLENGE_FIELD, "challenge must be a JSON object",
-                            field="challenge", line=line)
+        raise _missing("challenge must be a JSON object", "challenge", line)
     kind = data.get("type")
     if kind not in CHALLENGE_TYPES:
         raise MarkdownError(
             UNKNOWN_CHALLENGE_TYPE,
-            f"Unknown challenge type {kind!r}"
-            + (f" on line {line}" if line else "")
-            + f"; expected one of {', '.join(CHALLENGE_TYPES)}",
+            f"Unknown challenge type {kind!r}{_on_line(line)}; expected one of "
+            f"{', '.join(CHALLENGE_TYPES)}",
             field="challenge.type",
             expected=" | ".join(CHALLENGE_TYPES),
             line=line,
         )
     body = data.get(kind)
     if not isinstance(body, dict):
-        raise MarkdownError(MISSING_CHALLENGE_FIELD,
-                            f"{kind} challenge needs a '{kind}' object"
-                            + (f" on line {line}" if line else ""),
-                            field=f"challenge.{kind}", line=line)
+        raise _missing(f"{kind} challenge needs a '{kind}' object{_on_line(line)}",
+                       f"challenge.{kind}", line)
     params: dict[str, Any]
     if kind == "shell":
         timeout = body.get("timeout_seconds", DEFAULT_SHELL_TIMEOUT)
         if (not isinstance(timeout, int | float) or isinstance(timeout, bool)
                 or not 0 < timeout <= limits.SHELL_TIMEOUT_MAX_SECONDS):
-            raise MarkdownError(MISSING_CHALLENGE_FIELD,
-                                "shell.timeout_seconds must be a positive number of at most "
-                                f"{limits.SHELL_TIMEOUT_MAX_SECONDS} seconds"
-                                + (f" (line {line})" if line else ""),
-                                field="challenge.shell.timeout_seconds", line=line)
+            raise _missing("shell.timeout_seconds must be a positive number of at most "
+                           f"{limits.SHELL_TIMEOUT_MAX_SECONDS} seconds{_in_line(line)}",
+                           "challenge.shell.timeout_seconds", line)
         params = {"cmd": _need(body, "cmd", kind, str, line), "timeout_seconds": timeout}
     elif kind == "mcp":
         params = {"tool_name": _need(body, "tool_name", kind, str, line),
@@ -113,11 +121,8 @@ def _min_length(value: int, line: int | None) -> int:
     """A comment's minimum length: from 1 to ``limits.COMMENT_MIN_LENGTH_MAX``."""
     cap = limits.COMMENT_MIN_LENGTH_MAX
     if not 1 <= value <= cap:
-        raise MarkdownError(MISSING_CHALLENGE_FIELD,
-                            f"comment min_length must be from 1 to {cap}"
-                            + (f" (line {line})" if line else ""),
-                            field="challenge.comment.min_length",
-                            expected=f"an integer from 1 to {cap}", line=line)
+        raise _missing(f"comment min_length must be from 1 to {cap}{_in_line(line)}",
+                       "challenge.comment.min_length", line, f"an integer from 1 to {cap}")
     return value
 
 
@@ -150,33 +155,28 @@ def challenge_from_pow(spec: str, line: int | None = None) -> Challenge:
     """Parse the forms of contract §2: ``timeout 30s cmd``, ``cmd``, ``mcp tool``,
     ``user_input "prompt"``, ``comment min_length=N``."""
     if not spec:
-        raise MarkdownError(MISSING_CHALLENGE_FIELD, f"PROOF OF WORK on line {line} is empty",
-                            field="challenge", line=line)
+        raise _missing(f"PROOF OF WORK on line {line} is empty", "challenge", line)
     head, _, rest = spec.partition(" ")
     word = _keyword(head, line)
     rest = rest.strip()
     if word == "mcp":
         if not rest:
-            raise MarkdownError(MISSING_CHALLENGE_FIELD,
-                                f"PROOF OF WORK: mcp needs a tool name on line {line}",
-                                field="challenge.mcp.tool_name", line=line)
+            raise _missing(f"PROOF OF WORK: mcp needs a tool name on line {line}",
+                           "challenge.mcp.tool_name", line)
         return make_challenge("mcp", {"tool_name": rest.split()[0], "expected_result": None})
     if word == "user_input":
         prompt = _unquote(rest)
         if not prompt:
-            raise MarkdownError(MISSING_CHALLENGE_FIELD,
-                                f"PROOF OF WORK: user_input needs a prompt on line {line}",
-                                field="challenge.user_input.prompt", line=line)
+            raise _missing(f"PROOF OF WORK: user_input needs a prompt on line {line}",
+                           "challenge.user_input.prompt", line)
         return make_challenge("user_input", {"prompt": prompt})
     if word == "comment":
         m = re.fullmatch(r"(?:min_length\s*=\s*(\d{1,9}))?", rest)
         if not m:
-            raise MarkdownError(MISSING_CHALLENGE_FIELD,
-                                f"PROOF OF WORK: comment expects min_length=N (N from 1 to "
-                                f"{limits.COMMENT_MIN_LENGTH_MAX}) on line {line}",
-                                field="challenge.comment.min_length",
-                                expected=f"min_length=N, N from 1 to "
-                                         f"{limits.COMMENT_MIN_LENGTH_MAX}", line=line)
+            raise _missing(f"PROOF OF WORK: comment expects min_length=N (N from 1 to "
+                           f"{limits.COMMENT_MIN_LENGTH_MAX}) on line {line}",
+                           "challenge.comment.min_length", line,
+                           f"min_length=N, N from 1 to {limits.COMMENT_MIN_LENGTH_MAX}")
         n = int(m.group(1)) if m.group(1) else texts.DEFAULT_COMMENT_MIN_LENGTH
         return make_challenge("comment", {"min_length": _min_length(n, line)})
     if word == "shell":
@@ -187,26 +187,21 @@ def challenge_from_pow(spec: str, line: int | None = None) -> Challenge:
     if m:
         seconds = float(m.group("n")) * _UNITS[m.group("unit") and m.group("unit").lower()]
         if not 0 < seconds <= limits.SHELL_TIMEOUT_MAX_SECONDS:
-            raise MarkdownError(MISSING_CHALLENGE_FIELD,
-                                f"PROOF OF WORK on line {line}: the timeout must be more than "
-                                f"0 and at most {limits.SHELL_TIMEOUT_MAX_SECONDS} seconds",
-                                field="challenge.shell.timeout_seconds",
-                                expected=_TIMEOUT_FORM, line=line)
+            raise _missing(f"PROOF OF WORK on line {line}: the timeout must be more than 0 and "
+                           f"at most {limits.SHELL_TIMEOUT_MAX_SECONDS} seconds",
+                           "challenge.shell.timeout_seconds", line, _TIMEOUT_FORM)
         timeout: int | float = int(seconds) if seconds == int(seconds) else seconds
         cmd = m.group("cmd").strip()
     elif word == "timeout":
-        raise MarkdownError(MISSING_CHALLENGE_FIELD,
-                            f"PROOF OF WORK on line {line}: expected {_TIMEOUT_FORM}, e.g. "
-                            "'timeout 30s make test'",
-                            field="challenge.shell.timeout_seconds", expected=_TIMEOUT_FORM,
-                            line=line)
+        raise _missing(f"PROOF OF WORK on line {line}: expected {_TIMEOUT_FORM}, e.g. "
+                       "'timeout 30s make test'", "challenge.shell.timeout_seconds", line,
+                       _TIMEOUT_FORM)
     else:
         timeout, cmd = DEFAULT_SHELL_TIMEOUT, spec
     cmd = cmd.strip()
     if not cmd:
-        raise MarkdownError(MISSING_CHALLENGE_FIELD,
-                            f"PROOF OF WORK on line {line} has no command",
-                            field="challenge.shell.cmd", line=line)
+        raise _missing(f"PROOF OF WORK on line {line} has no command", "challenge.shell.cmd",
+                       line)
     return make_challenge("shell", {"cmd": cmd, "timeout_seconds": timeout})
 
 
@@ -227,7 +222,7 @@ def parse_json_block(body: str, line: int, depth_limit: int) -> Any:
     nested at most ``depth_limit`` levels."""
     if limits.json_depth(body, depth_limit) > depth_limit:
         raise MarkdownError(
-            "INVALID_CHALLENGE_JSON",
+            INVALID_CHALLENGE_JSON,
             f"Invalid challenge JSON on line {line + 1}: nested more than {depth_limit} "
             "levels deep",
             field="challenge",
@@ -240,7 +235,7 @@ def parse_json_block(body: str, line: int, depth_limit: int) -> Any:
     except json.JSONDecodeError as exc:
         at = line + exc.lineno
         raise MarkdownError(
-            "INVALID_CHALLENGE_JSON",
+            INVALID_CHALLENGE_JSON,
             f"Invalid challenge JSON on line {at}: {exc.msg}",
             field="challenge",
             expected='{"challenge": {"type": ..., ...}}',

@@ -261,32 +261,8 @@ def to_jsonl(record: Mapping[str, Any]) -> str:
     return text
 
 
-__all__ = [
-    "ACCEPTED",
-    "FORMATS",
-    "FROM_ACCEPTED",
-    "FROM_ATTESTATION",
-    "FROM_REFUSED",
-    "NOT_REACHED",
-    "PAIRS_PER_FAILURE_MAX",
-    "PREFERENCE",
-    "REFUSED",
-    "SFT",
-    "TRACE",
-    "UNANSWERED",
-    "Filters",
-    "ProtocolData",
-    "Record",
-    "RefusedAnswer",
-    "RunData",
-    "StepData",
-    "check_trace",
-    "export",
-    "preference_records",
-    "reward",
-    "sft_record",
-    "sft_records",
-    "to_jsonl",
-    "trace_record",
-    "trace_records",
-]
+__all__ = ["ACCEPTED", "FORMATS", "FROM_ACCEPTED", "FROM_ATTESTATION", "FROM_REFUSED",
+           "NOT_REACHED", "PAIRS_PER_FAILURE_MAX", "PREFERENCE", "REFUSED", "SFT", "TRACE",
+           "UNANSWERED", "Filters", "ProtocolData", "Record", "RefusedAnswer", "RunData",
+           "StepData", "check_trace", "export", "preference_records", "reward", "sft_record",
+           "sft_records", "to_jsonl", "trace_record", "trace_records"]

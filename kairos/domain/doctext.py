@@ -34,21 +34,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-__all__ = [
-    "MAX_CONTENT_CHARS",
-    "RECIPE",
-    "STOPWORDS",
-    "DocText",
-    "clean",
-    "document",
-    "embedding_query",
-    "fts5_match",
-    "query_terms",
-    "step_prose",
-    "step_search_body",
-    "step_words",
-    "title_form",
-]
+__all__ = ["MAX_CONTENT_CHARS", "RECIPE", "STOPWORDS", "DocText", "clean", "document",
+           "embedding_query", "fts5_match", "query_terms", "step_prose", "step_search_body",
+           "step_words", "title_form"]
 
 #: Step contents longer than this are cut before embedding and indexing: a long body would
 #: drown the labels, and MiniLM reads at most 256 word pieces anyway.

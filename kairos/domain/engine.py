@@ -103,13 +103,6 @@ def step_response(
     return body
 
 
-def _after_shown(steps: list[StepView], index: int) -> tuple[str | None, str]:
-    """Message and next_action for a response that shows step ``index`` after a success."""
-    if index == len(steps) - 1:
-        return texts.MSG_COMPLETED, texts.next_action_run_complete(steps[index].uri)
-    return None, texts.next_action_next(steps[index + 1].uri)
-
-
 def begin(steps: list[StepView], requested: int, run_id: str, nonce: str
           ) -> tuple[RunState, StepResult]:
     """Start a run at step 1, whichever step was asked for (contract §4)."""
@@ -141,14 +134,6 @@ class Refused:
     response: StepResult
 
 
-def pending_refusal(state: RunState, solution: Any) -> Refusal | None:
-    """Shape and outcome checks of ``solution`` against the pending challenge."""
-    assert state.challenge is not None
-    challenge = from_issued(state.challenge)
-    return (check_shape(challenge, solution, state.challenge["nonce"], state.head)
-            or check_outcome(challenge, solution))
-
-
 def answer(
     steps: list[StepView],
     state: RunState,
@@ -164,14 +149,15 @@ def answer(
     the run's chain ``rule``."""
     if state.challenge is None:
         raise ValueError("run has no pending challenge")
-    index = state.step_index
-    refusal = pending_refusal(state, solution)
+    index, pending = state.step_index, from_issued(state.challenge)
+    refusal = (check_shape(pending, solution, state.challenge["nonce"], state.head)
+               or check_outcome(pending, solution))
     if refusal is None and state.challenge["type"] == "comment":
         refusal = check_relevance(solution["comment"]["text"], steps[index].prose)
     if refusal is not None:
         retries = state.retry_count + 1
         step = steps[index]
-        fresh = issue(from_issued(state.challenge), new_nonce, state.head)
+        fresh = issue(pending, new_nonce, state.head)
         new_state = replace(state, challenge=fresh, retry_count=retries,
                             attempt=state.attempt + 1)
         if retries >= texts.MAX_RETRIES:
@@ -204,8 +190,10 @@ def answer(
         return Accepted(new_state, record, None)
     step = steps[shown]
     fresh = issue(step.challenge, new_nonce, proof_hash)
+    last = shown == len(steps) - 1
     new_state = RunState(state.run_id, shown, fresh, proof_hash,
-                         status=COMPLETED if shown == len(steps) - 1 else ACTIVE)
-    message, action = _after_shown(steps, shown)
+                         status=COMPLETED if last else ACTIVE)
+    message, action = ((texts.MSG_COMPLETED, texts.next_action_run_complete(step.uri)) if last
+                       else (None, texts.next_action_next(steps[shown + 1].uri)))
     response = step_response(step, fresh, action, message=message, proof_hash=proof_hash)
     return Accepted(new_state, record, response)

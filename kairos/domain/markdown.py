@@ -124,7 +124,8 @@ def read_challenge(body: tuple[int, int], shape: _Shape, lines: list[str],
     return challenge_from_pow(mine[0].spec, mine[0].line + 1) if mine else default_challenge()
 
 
-def _refuse(code: str, message: str, line: int, expected: str | None = None) -> MarkdownError:
+def _refuse(code: str, message: str, line: int | None, expected: str | None = None
+            ) -> MarkdownError:
     return MarkdownError(code, message, field="markdown_doc", expected=expected, line=line)
 
 
@@ -154,12 +155,8 @@ def check_text(doc: str, lim: limits.Limits = limits.DEFAULT) -> None:
     """The limits checked before any parsing work: size, then NUL and lone surrogates."""
     size = len(doc.encode("utf-8", "surrogatepass"))
     if size > lim.document_bytes:
-        raise MarkdownError(
-            DOCUMENT_TOO_LARGE,
-            f"Document is {size} bytes; the limit is {lim.document_bytes}.",
-            field="markdown_doc",
-            expected=f"at most {lim.document_bytes} bytes",
-        )
+        raise _refuse(DOCUMENT_TOO_LARGE, f"Document is {size} bytes; the limit is "
+                      f"{lim.document_bytes}.", None, f"at most {lim.document_bytes} bytes")
     bad = limits.BAD_CHAR.search(doc)
     if bad is not None:
         at = doc.count("\n", 0, bad.start()) + 1
@@ -190,17 +187,14 @@ def parse(doc: str, lim: limits.Limits = limits.DEFAULT) -> list[ProtocolDraft]:
     shape = _Shape(found)
     heads = found.headings  # (index, level, text)
     if not heads:
-        raise MarkdownError(NO_HEADING,
-                            "Line 1: the document has no heading; start a protocol with "
-                            "'# Title' and each step with '## Step label'.",
-                            field="markdown_doc", expected="a '# Title' line", line=1)
+        raise _refuse(NO_HEADING, "Line 1: the document has no heading; start a protocol "
+                      "with '# Title' and each step with '## Step label'.", 1,
+                      "a '# Title' line")
     if heads[0][1] == 2:
         idx = heads[0][0]
-        raise MarkdownError(NO_HEADING,
-                            f"Step heading on line {idx + 1} comes before any '# Title': "
-                            "start the protocol with '# Title'.",
-                            field="markdown_doc", expected="a '# Title' before steps",
-                            line=idx + 1)
+        raise _refuse(NO_HEADING, f"Step heading on line {idx + 1} comes before any "
+                      "'# Title': start the protocol with '# Title'.", idx + 1,
+                      "a '# Title' before steps")
     groups: list[tuple[int, str, list[tuple[int, int, str]]]] = []
     for head in heads:
         if head[1] == 1:
@@ -224,10 +218,8 @@ def parse(doc: str, lim: limits.Limits = limits.DEFAULT) -> list[ProtocolDraft]:
         if not steps:
             body = lines[start + 1 : end]
             if not "".join(body).strip():
-                raise MarkdownError(NO_HEADING,
-                                    f"Protocol '{title}' on line {start + 1} has no steps: add "
-                                    "'## Step' headings or a body.",
-                                    field="markdown_doc", line=start + 1)
+                raise _refuse(NO_HEADING, f"Protocol '{title}' on line {start + 1} has no "
+                              "steps: add '## Step' headings or a body.", start + 1)
             challenge = read_challenge((start + 1, end), shape, lines, lim.json_depth)
             drafts.append(StepDraft(title, _body(body), challenge))
             intro = ""

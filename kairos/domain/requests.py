@@ -373,25 +373,6 @@ class MintMany(Request):
     force_update: bool = False
 
 
-__all__ = [
-    "WHOLE",
-    "Attest",
-    "Begin",
-    "Cite",
-    "Delete",
-    "Dump",
-    "EntryFields",
-    "EntryFilters",
-    "ListCategories",
-    "Mint",
-    "Next",
-    "ReadEntries",
-    "Request",
-    "Search",
-    "SearchEntries",
-    "StepChange",
-    "Update",
-    "UpdateEntry",
-    "Validate",
-    "WriteEntry",
-]
+__all__ = ["WHOLE", "Attest", "Begin", "Cite", "Delete", "Dump", "EntryFields", "EntryFilters",
+           "ListCategories", "Mint", "Next", "ReadEntries", "Request", "Search",
+           "SearchEntries", "StepChange", "Update", "UpdateEntry", "Validate", "WriteEntry"]

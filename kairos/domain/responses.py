@@ -121,13 +121,16 @@ class StepDump(TypedDict):
     version: NotRequired[int]  # the protocol version shown
 
 
+AuthorTriggers = Annotated[list[str], Field(description="Author triggers (the front matter's).")]
+
+
 class ProtocolDump(TypedDict):
     uri: str
     chain_label: str
     tags: list[str]
     step_count: int
     steps: list[StepRef]
-    triggers: Annotated[list[str], Field(description="Author triggers (the front matter's).")]
+    triggers: AuthorTriggers
     learned_triggers: Annotated[list[str], Field(description="Learned triggers, most recent "
                                                              "first.")]
     markdown_doc: str
@@ -151,16 +154,18 @@ class ItemResult(TypedDict):
     details: NotRequired[dict[str, Any]]
 
 
+BatchResults = Annotated[list[ItemResult], Field(description="One per uri, in order; a "
+                                                           "failed uri has status error.")]
+
+
 class UpdateResult(TypedDict):
-    results: Annotated[list[ItemResult], Field(description="One per uri, in order; a failed "
-                                                           "uri has status error.")]
+    results: BatchResults
     total_updated: int
     total_failed: int
 
 
 class DeleteResult(TypedDict):
-    results: Annotated[list[ItemResult], Field(description="One per uri, in order; a failed "
-                                                           "uri has status error.")]
+    results: BatchResults
     total_deleted: int
     total_failed: int
 
@@ -201,7 +206,7 @@ class LearnedTrigger(TypedDict):
 class TriggerList(TypedDict):
     uri: str
     chain_label: str
-    triggers: Annotated[list[str], Field(description="Author triggers (the front matter's).")]
+    triggers: AuthorTriggers
     learned: list[LearnedTrigger]
     learned_limit: Annotated[int, Field(description="Learned triggers kept at most; the "
                                                     "least recently used go first.")]
@@ -346,7 +351,7 @@ class Imported(TypedDict):
 __all__ = ["AttestResult", "Category", "CategoryList", "Choice", "CurrentStep", "DeleteResult",
            "DraftCheck", "Duplicate", "DuplicateCheck", "EntriesRead", "Entry", "EntryKind",
            "EntryWritten", "ErrorBody", "Explained", "ExportLine", "Health", "Imported",
-           "ItemResult",
-           "LearnedTrigger", "MintResult", "Minted", "Outcome", "Problem", "ProtocolDump",
-           "Reindexed", "SearchResult", "SessionInfo", "StepDump", "StepRef", "StepResult",
-           "TriggerList", "UnifiedResult", "UpdateResult", "Validation", "is_attested"]
+           "ItemResult", "LearnedTrigger", "MintResult", "Minted", "Outcome", "Problem",
+           "ProtocolDump", "Reindexed", "SearchResult", "SessionInfo", "StepDump", "StepRef",
+           "StepResult", "TriggerList", "UnifiedResult", "UpdateResult", "Validation",
+           "is_attested"]

@@ -29,28 +29,11 @@ from typing import TypeVar
 
 import numpy as np
 
-__all__ = [
-    "BM25_B",
-    "BM25_COLUMN_WEIGHTS",
-    "BM25_K1",
-    "ENTRY_MIN_SCORE",
-    "ENTRY_MIN_SCORE_TEXT",
-    "EXACT_TITLE_SCORE",
-    "MATCH_THRESHOLD",
-    "MAX_OUTCOME_BOOST",
-    "MIN_RUNS",
-    "OUTCOME_PRIOR_RUNS",
-    "anchor",
-    "apply_outcome_boost",
-    "apply_title_match",
-    "bm25_ceiling",
-    "bm25_term",
-    "dense_of",
-    "dense_segments",
-    "fts5_idf",
-    "outcome_boost",
-    "text_evidence",
-]
+__all__ = ["BM25_B", "BM25_COLUMN_WEIGHTS", "BM25_K1", "ENTRY_MIN_SCORE",
+           "ENTRY_MIN_SCORE_TEXT", "EXACT_TITLE_SCORE", "MATCH_THRESHOLD", "MAX_OUTCOME_BOOST",
+           "MIN_RUNS", "OUTCOME_PRIOR_RUNS", "anchor", "apply_outcome_boost",
+           "apply_title_match", "bm25_ceiling", "bm25_term", "dense_of", "dense_segments",
+           "fts5_idf", "outcome_boost", "text_evidence"]
 
 Num = TypeVar("Num", float, np.ndarray)
 

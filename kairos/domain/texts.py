@@ -91,34 +91,31 @@ def match_next_action(uri: str) -> str:
     return f"call kairos_begin with {uri} to execute this protocol"
 
 
-REFINE_CHOICE: Choice = {
-    "uri": REFINE_SEARCH_URI,
-    "label": "Get help refining your search",
-    "chain_label": "Run protocol to turn vague user request into a better kairos_search query",
-    "score": None,
-    "role": "refine",
-    "tags": ["meta", "refine"],
-    "next_action": (
-        f"call kairos_begin with {REFINE_SEARCH_URI} to get step-by-step help turning the "
-        "user's request into a better search query"
-    ),
-}
-CREATE_CHOICE: Choice = {
-    "uri": CREATE_PROTOCOL_URI,
-    "label": "Create New KAIROS Protocol Chain",
-    "chain_label": "Create New KAIROS Protocol Chain",
-    "score": None,
-    "role": "create",
-    "tags": ["meta", "creation"],
-    "next_action": f"call kairos_begin with {CREATE_PROTOCOL_URI} to create a new protocol",
-}
-
-
 def refine_choice() -> Choice:
-    """The refine choice, a copy of its own (a caller may change its tags)."""
-    return {**REFINE_CHOICE, "tags": ["meta", "refine"]}
+    """The refine choice, a dict of its own (a caller may change its tags)."""
+    return {
+        "uri": REFINE_SEARCH_URI,
+        "label": "Get help refining your search",
+        "chain_label": "Run protocol to turn vague user request into a better kairos_search "
+                       "query",
+        "score": None,
+        "role": "refine",
+        "tags": ["meta", "refine"],
+        "next_action": (
+            f"call kairos_begin with {REFINE_SEARCH_URI} to get step-by-step help turning the "
+            "user's request into a better search query"
+        ),
+    }
 
 
 def create_choice() -> Choice:
-    """The create choice, a copy of its own (a caller may change its tags)."""
-    return {**CREATE_CHOICE, "tags": ["meta", "creation"]}
+    """The create choice, a dict of its own (a caller may change its tags)."""
+    return {
+        "uri": CREATE_PROTOCOL_URI,
+        "label": "Create New KAIROS Protocol Chain",
+        "chain_label": "Create New KAIROS Protocol Chain",
+        "score": None,
+        "role": "create",
+        "tags": ["meta", "creation"],
+        "next_action": f"call kairos_begin with {CREATE_PROTOCOL_URI} to create a new protocol",
+    }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 
 from .errors import INVALID_URI, ValidationError
@@ -14,16 +15,12 @@ def to_uri(step_id: str) -> str:
 
 def parse_uri(uri: object, field: str = "uri") -> str:
     """The step id inside a URI; a structured error when it is not one."""
+    if isinstance(uri, str) and uri.startswith(URI_PREFIX):
+        with contextlib.suppress(ValueError):
+            return str(uuid.UUID(uri[len(URI_PREFIX):]))
     expected = "a URI of the form kairos://mem/<uuid>"
-    if not isinstance(uri, str) or not uri.startswith(URI_PREFIX):
-        raise ValidationError(field, expected, code=INVALID_URI,
-                              message=f"Invalid {field} {uri!r}: expected {expected}.")
-    raw = uri[len(URI_PREFIX):]
-    try:
-        return str(uuid.UUID(raw))
-    except ValueError:
-        raise ValidationError(field, expected, code=INVALID_URI,
-                              message=f"Invalid {field} {uri!r}: expected {expected}.") from None
+    raise ValidationError(field, expected, code=INVALID_URI,
+                          message=f"Invalid {field} {uri!r}: expected {expected}.")
 
 
 def uri_list(uris: str | list[str]) -> list[str]:

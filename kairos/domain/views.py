@@ -250,30 +250,8 @@ class RunDetail(TypedDict):
     chain_rule: NotRequired[str]
 
 
-__all__ = [
-    "Broken",
-    "ChainCheck",
-    "EntryItem",
-    "EntryPage",
-    "Home",
-    "HomeProtocols",
-    "HomeRuns",
-    "HomeStore",
-    "Link",
-    "Metrics",
-    "OverviewStep",
-    "ProofLog",
-    "ProtocolItem",
-    "ProtocolOverview",
-    "ProtocolPage",
-    "Quality",
-    "QualityPoint",
-    "RunDetail",
-    "RunItem",
-    "RunPage",
-    "RunProtocol",
-    "RunStep",
-    "Stats",
-    "StepCounts",
-    "Verification",
-]
+__all__ = ["Broken", "ChainCheck", "EntryItem", "EntryPage", "Home", "HomeProtocols",
+           "HomeRuns", "HomeStore", "Link", "Metrics", "OverviewStep", "ProofLog",
+           "ProtocolItem", "ProtocolOverview", "ProtocolPage", "Quality", "QualityPoint",
+           "RunDetail", "RunItem", "RunPage", "RunProtocol", "RunStep", "Stats", "StepCounts",
+           "Verification"]

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 
 from ..config import Settings
+from ..domain import requests, responses, views
 from ..domain.bundle import Bundle
 from ..domain.caller import Caller
 from ..domain.dataset_filters import Filters
@@ -14,77 +15,13 @@ from ..domain.datasets import Record
 from ..domain.errors import KairosError, StorageError
 from ..domain.keys import KeySet
 from ..domain.ports import Embedder
-from ..domain.requests import (
-    AbandonRun,
-    AbortRun,
-    Attest,
-    Begin,
-    Cite,
-    Delete,
-    Dump,
-    ForgetTriggers,
-    ListCategories,
-    ListEntries,
-    ListProtocols,
-    ListRuns,
-    Mint,
-    MintMany,
-    Next,
-    NonceRef,
-    ProtocolRef,
-    ReadEntries,
-    RunRef,
-    Search,
-    SearchEntries,
-    SessionRef,
-    ShortId,
-    Update,
-    UpdateEntry,
-    Validate,
-    WriteEntry,
-)
-from ..domain.responses import (
-    AttestResult,
-    CategoryList,
-    DeleteResult,
-    EntriesRead,
-    EntryWritten,
-    Explained,
-    ExportLine,
-    Health,
-    Imported,
-    MintResult,
-    ProtocolDump,
-    Reindexed,
-    SearchResult,
-    SessionInfo,
-    StepDump,
-    StepResult,
-    TriggerList,
-    UnifiedResult,
-    UpdateResult,
-    Validation,
-)
 from ..domain.uris import uri_list
 from ..domain.versions import VersionDiff, VersionList, VersionsDiff
-from ..domain.views import (
-    EntryPage,
-    Home,
-    Metrics,
-    ProofLog,
-    ProtocolOverview,
-    ProtocolPage,
-    Quality,
-    RunDetail,
-    RunItem,
-    RunPage,
-    Verification,
-)
 from ..search.service import SearchService
 from ..store.db import Store
 from ..store.notices import notices_for
 from ..store.sessions import DbSessionStore
-from .bundles import BundleService
+from .bundles import export_bundle
 from .changes import Changes
 from .datasets import export_dataset
 from .entries import EntryService
@@ -99,8 +36,8 @@ from .resources import ResourcePage, ResourceService, ResourceText
 from .runs import RunService
 from .signing import Signing, open_signing
 from .transfer import export_records
-from .triggers import TriggerService
-from .versions import VersionService
+from .triggers import forget_triggers, trigger_list
+from .versions import diff_versions, list_versions
 
 
 class Kairos:
@@ -119,17 +56,14 @@ class Kairos:
         self.protocols = ProtocolService(store, self.search_engine, Parser(self.limits))
         self.minter = Minter(store, self.search_engine, self.protocols)
         self.runs = RunService(store, self.protocols, self.limits)
-        self.version_service = VersionService(store, self.protocols)
         self.finder = ProtocolFinder(store, self.search_engine,
                                      float(settings.search_threshold))
-        self.trigger_service = TriggerService(store, self.protocols, self.search_engine)
         self.entries = EntryService(store, self.search_engine)
         self.expiry = RunExpiry(store, int(settings.run_idle_minutes))
         self.reads = ReadService(store, self.protocols, run_idle_minutes=self.expiry.minutes,
                                  home=None if settings.database_url else str(settings.home_path))
-        self.bundles = BundleService(store, self.signing)
         self.resources = ResourceService(store, self.protocols, self.entries, self.reads,
-                                         self.bundles)
+                                         self.signing)
         #: What writes changed, for whoever listens (``changes``).
         self.changes = Changes(notices_for(store.engine))
         self.minter.install_builtins()
@@ -139,33 +73,35 @@ class Kairos:
 
     # --- finding protocols (contract §3) ---------------------------------------------------
 
-    def search(self, request: Search, caller: Caller, *, notice: bool = False
-               ) -> SearchResult:
+    def search(self, request: requests.Search, caller: Caller, *, notice: bool = False
+               ) -> responses.SearchResult:
         """kairos_search: matching protocols, then the refine and create choices; with
         ``notice``, plus ``degraded`` and the provider when text alone served it."""
         return self.finder.kairos_search(request, caller, notice=notice)
 
-    def explain_search(self, request: Search, caller: Caller) -> Explained:
+    def explain_search(self, request: requests.Search, caller: Caller) -> responses.Explained:
         """kairos_search's best candidates, each with its evidence and why it is or is not
         a match."""
         return self.finder.explain(request, caller)
 
-    def triggers(self, request: ProtocolRef, caller: Caller) -> TriggerList:
+    def triggers(self, request: requests.ProtocolRef, caller: Caller) -> responses.TriggerList:
         """A protocol's author triggers and learned triggers."""
-        return self.trigger_service.triggers(request.uri, caller)
+        return trigger_list(self.protocols, request.uri, caller)
 
-    def forget_triggers(self, request: ForgetTriggers, caller: Caller) -> TriggerList:
+    def forget_triggers(self, request: requests.ForgetTriggers, caller: Caller
+                        ) -> responses.TriggerList:
         """Remove learned triggers of a protocol (every one without ``trigger_ids``)."""
-        return self.trigger_service.forget(request.uri, request.trigger_ids, caller)
+        return forget_triggers(self.protocols, request.uri, request.trigger_ids, caller)
 
     # --- protocols (contract §2) -----------------------------------------------------------
 
-    def mint(self, request: Mint, caller: Caller) -> MintResult:
+    def mint(self, request: requests.Mint, caller: Caller) -> responses.MintResult:
         done = self.minter.mint(request, caller)
         self._minted([done], caller)
         return done
 
-    def mint_many(self, request: MintMany, caller: Caller) -> list[MintResult | KairosError]:
+    def mint_many(self, request: requests.MintMany, caller: Caller
+                  ) -> list[responses.MintResult | KairosError]:
         """Mint documents one by one (an error stops only its own document), their vectors
         from one pass of the model."""
         done = self.minter.mint_many(request.markdown_docs, caller,
@@ -173,58 +109,60 @@ class Kairos:
         self._minted([d for d in done if not isinstance(d, KairosError)], caller)
         return done
 
-    def _minted(self, results: list[MintResult], caller: Caller) -> None:
+    def _minted(self, results: list[responses.MintResult], caller: Caller) -> None:
         """Tell listeners of the protocols a mint replaced (a new one has no readers)."""
         self.changes.publish(caller.space, (step["uri"] for r in results for item in r["items"]
                                             if item["updated"] for step in item["steps"]))
 
-    def validate_markdown(self, request: Validate, caller: Caller) -> Validation:
+    def validate_markdown(self, request: requests.Validate, caller: Caller) -> responses.Validation:
         """Parse as a mint would and store nothing."""
         return self.minter.validate(request.markdown_doc, caller)
 
-    def update(self, request: Update, caller: Caller) -> UpdateResult:
+    def update(self, request: requests.Update, caller: Caller) -> responses.UpdateResult:
         touched = self.changes.touched(self.store, uri_list(request.uris), caller.space)
         done = self.protocols.update(request, caller)
         if done["total_updated"]:
             self.changes.publish(caller.space, touched)
         return done
 
-    def delete(self, request: Delete, caller: Caller) -> DeleteResult:
+    def delete(self, request: requests.Delete, caller: Caller) -> responses.DeleteResult:
         touched = self.changes.touched(self.store, uri_list(request.uris), caller.space)
         done = self.protocols.delete(request, caller)
         if done["total_deleted"]:
             self.changes.publish(caller.space, touched)
         return done
 
-    def dump(self, request: Dump, caller: Caller) -> StepDump | ProtocolDump:
+    def dump(self, request: requests.Dump, caller: Caller
+             ) -> responses.StepDump | responses.ProtocolDump:
         return self.protocols.dump(request.uri, caller, protocol=request.protocol,
                                    version=request.version)
 
     # --- running protocols (contract §4) ---------------------------------------------------
 
-    def versions(self, request: ProtocolRef, caller: Caller) -> VersionList:
-        return self.version_service.versions(request.uri, caller)
+    def versions(self, request: requests.ProtocolRef, caller: Caller) -> VersionList:
+        return list_versions(self.protocols, request.uri, caller)
 
     def diff_versions(self, request: VersionDiff, caller: Caller) -> VersionsDiff:
-        return self.version_service.diff(request, caller)
+        return diff_versions(self.protocols, request, caller)
 
-    def begin(self, request: Begin, caller: Caller) -> StepResult:
+    def begin(self, request: requests.Begin, caller: Caller) -> responses.StepResult:
         return self.runs.begin(request.uri, caller)
 
-    def next(self, request: Next, caller: Caller) -> StepResult:
+    def next(self, request: requests.Next, caller: Caller) -> responses.StepResult:
         return self.runs.next(request.uri, request.solution, caller)
 
-    def attest(self, request: Attest, caller: Caller) -> AttestResult | StepResult:
+    def attest(self, request: requests.Attest, caller: Caller
+               ) -> responses.AttestResult | responses.StepResult:
         return self.runs.attest(request, caller)
 
-    def abort_run(self, request: AbortRun, caller: Caller) -> AttestResult:
+    def abort_run(self, request: requests.AbortRun, caller: Caller) -> responses.AttestResult:
         """Finish an active or completed run as failed at the step it waits on, as an
         attest of that step with outcome failure would."""
         reason = (request.message or "").strip() or "Aborted."
         done = self.runs.abort(request.run_id, caller, reason)
         return {**done, "status": "finished", "aborted": True, "next_action": "Run aborted."}
 
-    def abandon_run(self, request: AbandonRun, caller: Caller) -> bool:
+    def abandon_run(self, request: requests.AbandonRun, caller: Caller) -> bool:
         """Record one of the caller's active runs as abandoned now: nobody is left to
         answer it (a terminal whose input ended)."""
         with self.store.read() as repo:
@@ -237,53 +175,52 @@ class Kairos:
 
     # --- reads: pages and views (``reads``) ------------------------------------------------
 
-    def list_protocols(self, request: ListProtocols, caller: Caller) -> ProtocolPage:
+    def list_protocols(self, request: requests.ListProtocols, caller: Caller) -> views.ProtocolPage:
         return self.reads.protocols_page(request, caller)
 
-    def protocol_overview(self, request: ProtocolRef, caller: Caller) -> ProtocolOverview:
+    def protocol_overview(self, request: requests.ProtocolRef, caller: Caller
+                          ) -> views.ProtocolOverview:
         return self.reads.protocol_overview(request.uri, caller)
 
-    def protocol_quality(self, request: ProtocolRef, caller: Caller) -> Quality:
+    def protocol_quality(self, request: requests.ProtocolRef, caller: Caller) -> views.Quality:
         return self.reads.quality(request.uri, caller)
 
-    def metrics(self, request: ProtocolRef, caller: Caller) -> Metrics:
+    def metrics(self, request: requests.ProtocolRef, caller: Caller) -> views.Metrics:
         return self.reads.metrics(request.uri, caller)
 
-    def list_runs(self, request: ListRuns, caller: Caller) -> RunPage:
+    def list_runs(self, request: requests.ListRuns, caller: Caller) -> views.RunPage:
         return self.reads.runs_page(request, caller)
 
-    def run_detail(self, request: RunRef, caller: Caller) -> RunDetail:
+    def run_detail(self, request: requests.RunRef, caller: Caller) -> views.RunDetail:
         return self.reads.run(request.run_id, caller)[0]
 
-    def verify_run(self, request: RunRef, caller: Caller) -> Verification:
+    def verify_run(self, request: requests.RunRef, caller: Caller) -> views.Verification:
         return self.reads.verify(request.run_id, caller)
 
-    def export_run(self, request: RunRef, caller: Caller) -> Bundle:
+    def export_run(self, request: requests.RunRef, caller: Caller) -> Bundle:
         """The run as a signed bundle (``docs/bundle.md``) that anyone holding the key set
         verifies offline; an active run's holds its chain so far."""
-        return self.bundles.export(request.run_id, caller)
+        return export_bundle(self.store, self.signing, request.run_id, caller)
 
     def key_set(self) -> KeySet:
         """The public keys a bundle of this server may be signed with: the current one,
         then those published from before a rotation."""
         return self.signing.key_set()
 
-    def proof_log(self, request: RunRef, caller: Caller) -> ProofLog:
+    def proof_log(self, request: requests.RunRef, caller: Caller) -> views.ProofLog:
         return self.reads.proof_log(request.run_id, caller)
 
-    def run_of_nonce(self, request: NonceRef, caller: Caller) -> RunItem:
+    def run_of_nonce(self, request: requests.NonceRef, caller: Caller) -> views.RunItem:
         return self.reads.run_of_nonce(request.nonce, caller)
 
-    def list_entries(self, request: ListEntries, caller: Caller) -> EntryPage:
+    def list_entries(self, request: requests.ListEntries, caller: Caller) -> views.EntryPage:
         return self.reads.entries_page(request, caller)
 
-    def home(self, caller: Caller) -> Home:
+    def home(self, caller: Caller) -> views.Home:
         """What a person sees first: the newest protocols and runs, and the store."""
         return self.reads.home(caller, self.store.dialect)
 
-    def expand_id(self, request: ShortId, caller: Caller) -> str:
-        """A step URI or run id from the short id a table shows (its first characters);
-        anything else is returned as given."""
+    def expand_id(self, request: requests.ShortId, caller: Caller) -> str:
         return self.reads.expand_id(request, caller)
 
     # --- MCP resources (``resources``) -----------------------------------------------------
@@ -301,33 +238,34 @@ class Kairos:
 
     # --- knowledge entries and the unified search (contract §5) ----------------------------
 
-    def search_entries(self, request: SearchEntries, caller: Caller, *,
-                       session_id: str | None = None) -> UnifiedResult:
+    def search_entries(self, request: requests.SearchEntries, caller: Caller, *,
+                       session_id: str | None = None) -> responses.UnifiedResult:
         """``session_id``: the conversation's, from a header; it wins over the request's."""
         return self.entries.search_entries(request, caller, session_id=session_id)
 
-    def read_entries(self, request: ReadEntries, caller: Caller, *,
-                     session_id: str | None = None) -> EntriesRead:
+    def read_entries(self, request: requests.ReadEntries, caller: Caller, *,
+                     session_id: str | None = None) -> responses.EntriesRead:
         return self.entries.read_entries(request, caller, session_id=session_id)
 
-    def write_entry(self, request: WriteEntry, caller: Caller) -> EntryWritten:
+    def write_entry(self, request: requests.WriteEntry, caller: Caller) -> responses.EntryWritten:
         return self.entries.write_entry(request, caller)
 
-    def update_entry(self, request: UpdateEntry, caller: Caller) -> EntryWritten:
+    def update_entry(self, request: requests.UpdateEntry, caller: Caller) -> responses.EntryWritten:
         return self.entries.update_entry(request, caller)
 
-    def list_categories(self, request: ListCategories, caller: Caller) -> CategoryList:
+    def list_categories(self, request: requests.ListCategories, caller: Caller
+                        ) -> responses.CategoryList:
         return self.entries.list_categories(caller)
 
-    def session_info(self, request: SessionRef, caller: Caller) -> SessionInfo:
+    def session_info(self, request: requests.SessionRef, caller: Caller) -> responses.SessionInfo:
         return self.entries.session_info(request.session_id, caller)
 
-    def cite(self, request: Cite, caller: Caller) -> SessionInfo:
+    def cite(self, request: requests.Cite, caller: Caller) -> responses.SessionInfo:
         return self.entries.cite(request, caller)
 
     # --- a space's records in and out, the index, health -----------------------------------
 
-    def export_records(self, caller: Caller) -> Iterator[ExportLine]:
+    def export_records(self, caller: Caller) -> Iterator[responses.ExportLine]:
         """Every record of the caller's space, one JSON object per line of an export."""
         return export_records(self.store, caller)
 
@@ -337,15 +275,15 @@ class Kairos:
         at once, the runs are read in batches as the records are taken."""
         return export_dataset(self.store, fmt, filters, caller)
 
-    def import_records(self, lines: Iterable[bytes | str], caller: Caller) -> Imported:
+    def import_records(self, lines: Iterable[bytes | str], caller: Caller) -> responses.Imported:
         """An export read into the caller's space as untrusted input: whole or not at all."""
         return import_lines(self, lines, caller)
 
-    def reindex(self, progress: Callable[[int, int], None] | None = None) -> Reindexed:
+    def reindex(self, progress: Callable[[int, int], None] | None = None) -> responses.Reindexed:
         """Re-embed every document with the current model."""
         return self.search_engine.backfill(progress=progress, force=True)
 
-    def health(self) -> Health:
+    def health(self) -> responses.Health:
         """``healthy`` while the store serves reads and writes; ``unhealthy`` with the
         store's ``fault`` (STORAGE_FULL, STORAGE_READ_ONLY, DATABASE_UNAVAILABLE) when it
         does not. A model still loading or a provider that is down only shows here."""

@@ -15,28 +15,23 @@ from .signing import Signing
 from .versions import followed_version
 
 
-class BundleService:
-    def __init__(self, store: Store, signing: Signing) -> None:
-        self.store = store
-        self.signing = signing
-
-    def export(self, run_id: str, caller: Caller) -> Bundle:
-        """The caller's run ``run_id`` as a signed bundle; another space's run answers as an
-        unknown one (``own_run``)."""
-        with self.store.read() as repo:
-            run = own_run(repo, run_id, caller)
-            version = followed_version(repo, run["protocol_id"], run["protocol_version"])
-            if version is None:
-                raise ConflictError(CONFLICT, f"Run {run['id']} follows version "
-                                    f"{run['protocol_version']} of its protocol, which this "
-                                    "store does not hold: there is no text to bundle with "
-                                    "its proofs.", field="run_id")
-            proofs = proof_records(repo, run["id"])
-            latest = repo.all(reads.latest_attestation(run["id"]))
-        facts = RunFacts(run["id"], run["status"], run["outcome"], bool(run["proven"]),
-                         run["created_at"], run["updated_at"], run["chain_rule"])
-        attestation = AttestationFacts(**latest[0]) if latest else None
-        return build_bundle(facts, version, proofs, attestation, self.signing.key)
+def export_bundle(store: Store, signing: Signing, run_id: str, caller: Caller) -> Bundle:
+    """The caller's run ``run_id`` as a signed bundle; another space's run answers as an
+    unknown one (``own_run``)."""
+    with store.read() as repo:
+        run = own_run(repo, run_id, caller)
+        version = followed_version(repo, run["protocol_id"], run["protocol_version"])
+        if version is None:
+            raise ConflictError(CONFLICT, f"Run {run['id']} follows version "
+                                f"{run['protocol_version']} of its protocol, which this "
+                                "store does not hold: there is no text to bundle with "
+                                "its proofs.", field="run_id")
+        proofs = proof_records(repo, run["id"])
+        latest = repo.all(reads.latest_attestation(run["id"]))
+    facts = RunFacts(run["id"], run["status"], run["outcome"], bool(run["proven"]),
+                     run["created_at"], run["updated_at"], run["chain_rule"])
+    attestation = AttestationFacts(**latest[0]) if latest else None
+    return build_bundle(facts, version, proofs, attestation, signing.key)
 
 
-__all__ = ["BundleService"]
+__all__ = ["export_bundle"]

@@ -5,6 +5,7 @@ each in one query for the whole batch."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from itertools import groupby
 from operator import itemgetter
 
@@ -71,8 +72,7 @@ def dataset_runs(store: Store, filters: Filters, caller: Caller) -> Iterator[Run
 def export_dataset(store: Store, fmt: str, filters: Filters, caller: Caller
                    ) -> Iterator[Record]:
     """The records of ``fmt`` (checked before the first read) from the caller's runs."""
-    scoped = Filters(caller.space, filters.protocol, filters.outcome, filters.proven_only,
-                     filters.since, filters.until)
+    scoped = replace(filters, space=caller.space)
     return export(fmt, dataset_runs(store, scoped, caller), scoped)
 
 

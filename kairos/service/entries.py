@@ -7,24 +7,17 @@ from typing import Any
 
 import numpy as np
 
-from ..domain import limits
+from ..domain import limits, responses
 from ..domain.caller import Caller, valid_session_id
 from ..domain.errors import CONFLICT, ConflictError, NotFoundError, ValidationError
 from ..domain.requests import (
+    ENTRY_FIELDS,
     FIELDS,
     SECTIONS,
     STARTER_CATEGORIES,
     ReadEntries,
     UpdateEntry,
     WriteEntry,
-)
-from ..domain.responses import (
-    Category,
-    CategoryList,
-    DuplicateCheck,
-    EntriesRead,
-    EntryKind,
-    EntryWritten,
 )
 from ..domain.uris import new_id
 from ..search.documents import DocSpec, entry_doc
@@ -37,16 +30,12 @@ from .turns import GUARD_ATTEMPTS, in_turn
 
 
 def _text(value: Any, field: str, *, required: bool, limit: int) -> str | None:
-    if value is None or (isinstance(value, str) and not value.strip() and not required):
-        if required:
-            raise ValidationError(field, "a non-empty string")
+    blank = value is None or (isinstance(value, str) and not value.strip())
+    if blank and not required:
         return None
-    if not isinstance(value, str) or not value.strip():
+    if blank or not isinstance(value, str):
         raise ValidationError(field, "a non-empty string")
-    if len(value) > limit:
-        raise ValidationError(field, f"at most {limit} characters",
-                              message=f"{field} is {len(value)} characters; the limit is "
-                                      f"{limit}.")
+    limits.check_length(value, field, limit)
     return value.strip()
 
 
@@ -98,7 +87,7 @@ class EntryService(EntrySearch):
 
     # --- categories --------------------------------------------------------------------------
 
-    def _ensure_categories(self, repo: Repo, space: str) -> list[Category]:
+    def _ensure_categories(self, repo: Repo, space: str) -> list[responses.Category]:
         rows = repo.categories(space)
         if not rows:
             repo.insert_categories(space, STARTER_CATEGORIES)
@@ -114,14 +103,14 @@ class EntryService(EntrySearch):
                 codes = {c["code"] for c in self._ensure_categories(repo, space)}
         return codes
 
-    def list_categories(self, caller: Caller) -> CategoryList:
+    def list_categories(self, caller: Caller) -> responses.CategoryList:
         with self.store.write() as repo:
             cats = self._ensure_categories(repo, caller.space)
         return {"categories": cats, "count": len(cats)}
 
     # --- writes ------------------------------------------------------------------------------
 
-    def write_entry(self, req: WriteEntry, caller: Caller) -> EntryWritten:
+    def write_entry(self, req: WriteEntry, caller: Caller) -> responses.EntryWritten:
         kind = req.entity_type
         values = validated_entry(kind, req.model_dump(exclude_unset=True),
                                  self._category_codes(caller.space))
@@ -133,9 +122,9 @@ class EntryService(EntrySearch):
         return self._store_new(kind, row, values, spec, vectors, caller)
 
     @in_turn
-    def _store_new(self, kind: EntryKind, row: dict[str, Any], values: dict[str, Any],
+    def _store_new(self, kind: responses.EntryKind, row: dict[str, Any], values: dict[str, Any],
                    spec: DocSpec, vectors: np.ndarray | None, caller: Caller
-                   ) -> EntryWritten:
+                   ) -> responses.EntryWritten:
         for _ in range(GUARD_ATTEMPTS):
             seen = self.search.version(caller.space, kind)
             check = self._duplicates(kind, caller.space, values, None, vectors)
@@ -150,7 +139,7 @@ class EntryService(EntrySearch):
                             field="request")
 
     @in_turn
-    def update_entry(self, req: UpdateEntry, caller: Caller) -> EntryWritten:
+    def update_entry(self, req: UpdateEntry, caller: Caller) -> responses.EntryWritten:
         entity_id = req.entity_id
         updates = req.updates.model_dump(exclude_unset=True)
         if not updates:
@@ -178,7 +167,7 @@ class EntryService(EntrySearch):
         raise ConflictError(CONFLICT, "The entry kept changing; retry.", field="entity_id")
 
     def _load(self, repo: Repo, entity_id: str, caller: Caller
-              ) -> tuple[EntryKind, dict[str, Any]]:
+              ) -> tuple[responses.EntryKind, dict[str, Any]]:
         if limits.BAD_CHAR.search(entity_id):  # no id holds one; PostgreSQL cannot compare it
             raise NotFoundError(f"No entry {entity_id!r}.", field="entity_id")
         for kind in ("experience", "manual"):
@@ -188,7 +177,7 @@ class EntryService(EntrySearch):
         raise NotFoundError(f"No entry {entity_id}.", field="entity_id")
 
     def _duplicates(self, kind: str, space: str, values: dict[str, Any],
-                    exclude: str | None, vectors: np.ndarray | None) -> DuplicateCheck:
+                    exclude: str | None, vectors: np.ndarray | None) -> responses.DuplicateCheck:
         """The advisory duplicate check (a read, before the write): ≥ 0.85 → review_first,
         0.50–0.84 → listed as FYI."""
         body = values.get("playbook") or values.get("content") or ""
@@ -213,13 +202,12 @@ class EntryService(EntrySearch):
         return {k: v for k, v in full.items() if k in keep}
 
     def read_entries(self, req: ReadEntries, caller: Caller, *,
-                     session_id: str | None = None) -> EntriesRead:
-        ids = [req.ids] if isinstance(req.ids, str) else req.ids
-        fields = known_fields(req.fields, (*FIELDS["experience"], *FIELDS["manual"]))
+                     session_id: str | None = None) -> responses.EntriesRead:
+        fields = known_fields(req.fields, ENTRY_FIELDS)
         snippet_len = req.snippet_len or limits.SNIPPET_DEFAULT
         entries, missing = [], []
         with self.store.read() as repo:
-            for entry_id in ids:
+            for entry_id in req.ids:
                 try:
                     kind, row = self._load(repo, entry_id, caller)
                 except NotFoundError:

@@ -3,13 +3,12 @@ session memory that hides or downranks what a conversation already saw."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from ..domain import limits, scoring
 from ..domain.caller import Caller, valid_session_id
 from ..domain.errors import NotFoundError, ValidationError
-from ..domain.requests import ENTRY_TYPES, FIELDS, Cite, SearchEntries
+from ..domain.requests import ALL_FIELDS, ENTRY_TYPES, Cite, SearchEntries
 from ..domain.responses import SessionInfo, UnifiedResult
 from ..domain.uris import to_uri
 from ..search.explain import explain
@@ -33,29 +32,32 @@ class EntrySearch:
 
     # --- the unified search ------------------------------------------------------------------
 
-    def search_entries(self, request: SearchEntries, caller: Caller, *,
+    def search_entries(self, req: SearchEntries, caller: Caller, *,
                        session_id: str | None = None) -> UnifiedResult:
-        req = Unified.of(request)
+        fields = known_fields(req.fields, ALL_FIELDS)
+        query, types = req.query.strip(), tuple(dict.fromkeys(req.types or ENTRY_TYPES))
+        offset, limit = req.offset or 0, req.limit or limits.SEARCH_DEFAULT
         sid = valid_session_id(session_id) or valid_session_id(req.session_id)
         key = session_key(caller, sid) if sid else None
         sessions = self.search.sessions
         viewed = sessions.viewed(key) if key else set()
-        filters = dict(req.filters)
+        filters = req.filters.model_dump(exclude_none=True) if req.filters else {}
         if req.category is not None:
             filters["category"] = req.category
-        hide = req.hide_viewed
+        hide = bool(req.hide_viewed)
         # Every record that can reach the threshold is scored: totals and pages are exact.
         floor = req.min_score if req.min_score is not None else min(MIN_SCORE_TEXT,
                                                                      MIN_SCORE_VECTOR)
-        ranked = self.search.rank(req.query, space=caller.space, kinds=req.types,
-                                  filters=filters, exclude=viewed if hide else None,
-                                  boosts="protocol" in req.types, floor=floor)
+        ranked = self.search.rank(query, space=caller.space, kinds=types, filters=filters,
+                                  exclude=viewed if hide else None,
+                                  boosts="protocol" in types, floor=floor)
         min_score = req.min_score
         if min_score is None:
             min_score = MIN_SCORE_TEXT if ranked.degraded else MIN_SCORE_VECTOR
         scored: list[tuple[float, Hit, bool]] = []
         for hit in ranked.hits:
-            penalised = (not hide and req.downrank_viewed and hit.entity_id in viewed)
+            penalised = (not hide and req.downrank_viewed is not False
+                         and hit.entity_id in viewed)
             score = hit.score * DOWNRANK_FACTOR if penalised else hit.score
             scored.append((score, hit, penalised))
         scored.sort(key=lambda s: (-s[0], -(s[1].evidence.strength if s[1].evidence else 0.0),
@@ -63,22 +65,23 @@ class EntrySearch:
         best = scored[0][0] if scored else None
         kept = [s for s in scored if s[0] >= min_score]
         total = len(kept)
-        page = kept[req.offset:req.offset + req.limit]
+        page = kept[offset:offset + limit]
         warnings: list[str] = []
+        hint = ranked.hint
         if best is not None and best < min_score:
             warnings.append(f"low_confidence: top_score {best:.2f} is below min_score "
                             f"{min_score:.2f}")
-        hint = ranked.hint
-        if best is not None and best < min_score and hint is None:
-            hint = "Low confidence: the top score is below min_score."
-        results = self._results(page, req, ranked, hint)
+            if hint is None:
+                hint = "Low confidence: the top score is below min_score."
+        results = self._results(page, ranked, hint, offset=offset, query=query, fields=fields,
+                                snippet_len=req.snippet_len or limits.SNIPPET_DEFAULT)
         if key:
-            sessions.record(key, query=req.query, viewed=[r["entity_id"] for r in results])
+            sessions.record(key, query=query, viewed=[r["entity_id"] for r in results])
         result: UnifiedResult = {
             "results": results,
             "count": len(results),
             "total": total,
-            "has_more": req.offset + len(page) < total,
+            "has_more": offset + len(page) < total,
             "top_score": round(best, 4) if best is not None else None,
             "min_score": min_score,
             "warnings": warnings,
@@ -90,12 +93,13 @@ class EntrySearch:
         }
         if req.explain:
             result["explain"] = explain(
-                self.store, ranked, req.query, threshold=min_score, limit=req.limit,
+                self.store, ranked, query, threshold=min_score, limit=limit,
                 model_id=self.search.embedder.model_id if self.search.embedder.ready else None)
         return result
 
-    def _results(self, page: list[tuple[float, Hit, bool]], req: Unified,
-                 ranked: Any, hint: str | None) -> list[dict[str, Any]]:
+    def _results(self, page: list[tuple[float, Hit, bool]], ranked: Any, hint: str | None, *,
+                 offset: int, query: str, fields: list[str] | None, snippet_len: int
+                 ) -> list[dict[str, Any]]:
         results = []
         with self.store.read() as repo:
             for i, (score, hit, penalised) in enumerate(page):
@@ -103,13 +107,9 @@ class EntrySearch:
                 if record is None:
                     continue
                 body = record.get(BODY[hit.kind]) or ""
-                reasons = []
-                if hit.dense is not None and hit.text:
-                    reasons.append("semantic and keyword match")
-                elif hit.dense is not None:
-                    reasons.append("semantic match")
-                else:
-                    reasons.append("keyword match")
+                matched = ("keyword" if hit.dense is None else
+                           "semantic and keyword" if hit.text else "semantic")
+                reasons = [f"{matched} match"]
                 if penalised:
                     reasons.append(f"viewed earlier in this session (score ×{DOWNRANK_FACTOR})")
                 result = {
@@ -118,18 +118,18 @@ class EntrySearch:
                     "title": hit.row["title"],
                     "section": hit.row.get("section"),
                     "score": round(score, 4),
-                    "rank": req.offset + i + 1,
+                    "rank": offset + i + 1,
                     "reason": "; ".join(reasons),
                     "provider": self.search.embedder.name,
                     "degraded": ranked.degraded,
                     "hint": hint,
                     "provider_hint": hint,
                     "heading": hit.row["title"],
-                    "snippet": make_snippet(body, req.query, req.snippet_len),
+                    "snippet": make_snippet(body, query, snippet_len),
                     "author": hit.row.get("author"),
                     "updated_at": hit.row["updated_at"],
                 }
-                for f in req.fields or []:
+                for f in fields or []:
                     if f in record and f not in result:
                         result[f] = record[f]
                 results.append(result)
@@ -173,42 +173,10 @@ def session_key(caller: Caller, session_id: str) -> str:
     return f"{caller.space}/{session_id}"
 
 
-def known_fields(fields: list[str] | None, allowed: tuple[str, ...]) -> list[str] | None:
+def known_fields(fields: list[str] | None, allowed: list[str]) -> list[str] | None:
     unknown = [f for f in fields or () if f not in allowed]
     if unknown:
-        names = ", ".join(sorted(set(allowed)))
+        names = ", ".join(allowed)
         raise ValidationError("fields", f"fields from: {names}",
                               message=f"Unknown field '{unknown[0]}'; allowed: {names}.")
     return fields
-
-
-@dataclass(frozen=True)
-class Unified:
-    """A unified search request with its defaults applied (contract §5)."""
-
-    query: str
-    types: tuple[str, ...]
-    category: str | None
-    limit: int
-    offset: int
-    min_score: float | None
-    filters: dict[str, str]
-    snippet_len: int
-    fields: list[str] | None
-    hide_viewed: bool
-    downrank_viewed: bool
-    session_id: str | None
-    explain: bool
-
-    @classmethod
-    def of(cls, r: SearchEntries) -> Unified:
-        filters = r.filters.model_dump(exclude_none=True) if r.filters else {}
-        return cls(query=r.query.strip(), types=tuple(dict.fromkeys(r.types or ENTRY_TYPES)),
-                   category=r.category, limit=r.limit or limits.SEARCH_DEFAULT,
-                   offset=r.offset or 0,
-                   min_score=r.min_score, filters=filters,
-                   snippet_len=r.snippet_len or limits.SNIPPET_DEFAULT,
-                   fields=known_fields(r.fields, tuple(f for fs in FIELDS.values() for f in fs)),
-                   hide_viewed=bool(r.hide_viewed),
-                   downrank_viewed=r.downrank_viewed is not False, session_id=r.session_id,
-                   explain=bool(r.explain))

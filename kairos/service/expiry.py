@@ -23,10 +23,8 @@ from __future__ import annotations
 import logging
 import threading
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 from ..domain import engine
-from ..domain.errors import ValidationError
 from ..store import expiry as expiry_queries
 from ..store.db import Store
 from .clock import now
@@ -64,11 +62,9 @@ class RunExpiry:
                 repo, status=engine.ABANDONED, active=engine.ACTIVE, stamp=_stamp(moment),
                 message=idle_message(self.minutes), idle_before=cutoff)
 
-    def abandon(self, run_id: Any, reason: str) -> bool:
+    def abandon(self, run_id: str, reason: str) -> bool:
         """Record one active run as abandoned now (nobody is left to answer it); False
         when it is not active any more."""
-        if not isinstance(run_id, str) or not run_id:
-            raise ValidationError("run_id", "a run id string")
         with self.store.write() as repo:
             return expiry_queries.abandon(
                 repo, status=engine.ABANDONED, active=engine.ACTIVE, stamp=now(),

@@ -43,8 +43,6 @@ class ProtocolFinder:
         return response
 
     def explain(self, req: Search, caller: Caller) -> Explained:
-        """kairos_search's candidates with their evidence, and why each is or is not a
-        match (``search.explain``)."""
         text = req.query.strip()
         ranked = self.search.rank(text, space=caller.space, kinds=("protocol",), boosts=True)
         model_id = self.search.embedder.model_id if self.search.embedder.ready else None

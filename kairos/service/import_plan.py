@@ -143,7 +143,7 @@ class Plan:
         rows = [v for _, v in self.checked[table]]
         if table == "protocols":
             return [v for v in rows if v["id"] not in self.protocols.kept]
-        if table == "steps":
+        if table in ("steps", "learned_triggers"):  # with their protocol
             return [v for v in rows if v["protocol_id"] not in self.protocols.kept]
         if table == "runs":
             return [v for v in rows if v["id"] not in self.runs.kept]
@@ -151,8 +151,6 @@ class Plan:
             return [v for v in rows if v["run_id"] not in self.runs.kept]
         if table == "categories":
             return [v for v in rows if v["code"] not in self.codes]
-        if table == "learned_triggers":  # learned with their protocol
-            return [v for v in rows if v["protocol_id"] not in self.protocols.kept]
         if table == "protocol_versions":  # with their protocol, or a deleted one's anew
             return [v for v in rows if v["protocol_id"] not in self.protocols.kept and (
                 self._protocol(v["protocol_id"]), v["version"]) not in self.held_versions]

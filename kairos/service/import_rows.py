@@ -157,7 +157,7 @@ def check_protocol(row: Row) -> dict[str, Any]:
                             and all(isinstance(t, str) for t in v)),
             "llm_model_id": row.text("llm_model_id", limits.MODEL_ID_CHARS, nullable=True),
             "triggers": _triggers(row, row.values.get("triggers", [])),
-            "version": _optional(row, "version", 1, lambda: row.integer("version", 1, _MAX)),
+            "version": row.integer("version", 1, _MAX) if "version" in row.values else 1,
             "created_at": row.stamp("created_at"), "updated_at": row.stamp("updated_at")}
 
 
@@ -208,18 +208,14 @@ def check_run(row: Row) -> dict[str, Any]:
             "proven": row.flag("proven"),
             # An export made before versions holds neither: its runs followed version 1
             # and were hashed with the first rule.
-            "protocol_version": _optional(row, "protocol_version", 1,
-                                          lambda: row.integer("protocol_version", 1, _MAX)),
-            "chain_rule": _optional(row, "chain_rule", KAIROS_JSON_1,
-                                    lambda: row.one_of("chain_rule", CHAIN_RULES)),
+            "protocol_version": (row.integer("protocol_version", 1, _MAX)
+                                 if "protocol_version" in row.values else 1),
+            "chain_rule": (row.one_of("chain_rule", CHAIN_RULES)
+                           if "chain_rule" in row.values else KAIROS_JSON_1),
             "created_at": row.stamp("created_at"), "updated_at": row.stamp("updated_at")}
 
 
 _MAX = 1_000_000
-
-
-def _optional(row: Row, column: str, default: Any, check: Callable[[], Any]) -> Any:
-    return check() if column in row.values else default
 
 
 def _version_steps_ok(value: Any) -> bool:

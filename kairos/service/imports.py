@@ -318,7 +318,7 @@ def import_lines(kairos: Kairos, lines: Iterable[bytes | str], caller: Caller) -
     header, found, ignored = _read(lines, kairos.limits)
     with kairos.store.read() as repo:
         categories = {r["code"] for r in repo.categories(space)}
-    checked, drafts = _check(found, categories, kairos.protocols.parse)
+    checked, drafts = _check(found, categories, kairos.protocols.parser.parse)
     _chains(checked)
     with kairos.store.read() as repo:
         plan = Plan(repo, checked, drafts, space)

@@ -12,19 +12,11 @@ from dataclasses import replace
 from importlib import resources
 from typing import Any
 
-from ..domain import errors, markdown
+from ..domain import errors, markdown, responses
 from ..domain.caller import Caller
 from ..domain.errors import ConflictError, KairosError, ValidationError
 from ..domain.markdown import title_key
 from ..domain.requests import Mint
-from ..domain.responses import (
-    DraftCheck,
-    DuplicateCheck,
-    Minted,
-    MintResult,
-    Problem,
-    Validation,
-)
 from ..domain.uris import new_id, to_uri
 from ..search.documents import protocol_doc
 from ..search.duplicates import DUPLICATE_SEQ
@@ -62,15 +54,13 @@ class Minter:
         self.search = search
         self.protocols = protocols
 
-    def mint(self, req: Mint, caller: Caller) -> MintResult:
+    def mint(self, req: Mint, caller: Caller) -> responses.MintResult:
         drafts = self._drafts(req.markdown_doc)
         return self._mint(drafts, self._prepare(drafts, caller.space), caller,
                           req.llm_model_id, req.force_update)
 
     def mint_many(self, docs: Sequence[str], caller: Caller, *, force_update: bool = False
-                  ) -> list[MintResult | KairosError]:
-        """Mint documents one by one (an error stops only its own document), with the
-        vectors of all of them from one batched pass of the model: a bulk mint."""
+                  ) -> list[responses.MintResult | KairosError]:
         parsed: list[list[markdown.ProtocolDraft] | KairosError] = []
         for doc in docs:
             try:
@@ -79,7 +69,7 @@ class Minter:
                 parsed.append(exc)
         prepared = iter(self._prepare(
             [d for p in parsed if not isinstance(p, KairosError) for d in p], caller.space))
-        out: list[MintResult | KairosError] = []
+        out: list[responses.MintResult | KairosError] = []
         for p in parsed:
             if isinstance(p, KairosError):
                 out.append(p)
@@ -95,7 +85,7 @@ class Minter:
         if not markdown_doc.strip():
             raise ValidationError("markdown_doc", "a non-empty markdown string")
         markdown_doc = _unquoted(markdown_doc)
-        drafts = self.protocols.parse(markdown_doc)
+        drafts = self.protocols.parser.parse(markdown_doc)
         seen: set[str] = set()
         for d in drafts:
             if title_key(d.title) in seen:
@@ -107,7 +97,7 @@ class Minter:
 
     @in_turn
     def _mint(self, drafts: list[markdown.ProtocolDraft], prepared: Sequence[Indexed],
-              caller: Caller, llm_model_id: str | None, force_update: bool) -> MintResult:
+              caller: Caller, llm_model_id: str | None, force_update: bool) -> responses.MintResult:
         """Check, then commit, in the space's turn: the duplicate checks are plain reads
         before the write, and the write guard (``search.duplicates``) sends a mint back
         to check again should a writer that did not wait its turn have committed since."""
@@ -115,7 +105,7 @@ class Minter:
             seen = self.search.version(caller.space, "protocol")
             checks = [self._check(d, p, caller.space, force_update)
                       for d, p in zip(drafts, prepared, strict=True)]
-            items: list[Minted] = []
+            items: list[responses.Minted] = []
             try:
                 with self.store.write() as repo:
                     if not self.search.guard(repo, caller.space, "protocol", seen):
@@ -137,7 +127,7 @@ class Minter:
                             field="markdown_doc")
 
     def _similar(self, repo: Repo, draft: markdown.ProtocolDraft, indexed: Indexed,
-                 space: str) -> tuple[Row | None, DuplicateCheck]:
+                 space: str) -> tuple[Row | None, responses.DuplicateCheck]:
         """The protocol of the space with the draft's title (None: none), and the
         advisory duplicate check of the draft against the others (a read), each duplicate
         named by its step 1 (``uri``) and title (``chain_label``)."""
@@ -154,7 +144,7 @@ class Minter:
         return existing, check
 
     def _check(self, draft: markdown.ProtocolDraft, indexed: Indexed, space: str,
-               force_update: bool) -> DuplicateCheck:
+               force_update: bool) -> responses.DuplicateCheck:
         """The advisory duplicate check of a draft (a read), refusing a near-copy of
         another protocol with SIMILAR_MEMORY_FOUND unless ``force_update``."""
         with self.store.read() as repo:
@@ -173,16 +163,14 @@ class Minter:
         """Every draft's search document and vectors, from one call to the model, made
         before the write transaction so that no writer waits on the model."""
         specs = [protocol_doc("", space, d, "") for d in drafts]
-        if self.search is None:
-            return [(spec, None) for spec in specs]
         return list(zip(specs, self.search.embed_each(specs), strict=True))
 
     def _store_draft(self, repo: Repo, draft: markdown.ProtocolDraft, space: str,
                      llm_model_id: str | None, force_update: bool, *,
-                     indexed: Indexed | None = None, check: DuplicateCheck | None = None,
+                     indexed: Indexed | None = None, check: responses.DuplicateCheck | None = None,
                      builtin: bool = False, protocol_id: str | None = None,
                      step_ids: list[str] | None = None,
-                     source_hash: str | None = None) -> Minted:
+                     source_hash: str | None = None) -> responses.Minted:
         stamp = now()
         key = title_key(draft.title)
         existing = (repo.protocol(protocol_id) if protocol_id
@@ -220,7 +208,7 @@ class Minter:
         if indexed is not None:
             spec, vectors = indexed
             self.search.index(repo, [replace(spec, entity_id=pid, updated_at=stamp)], vectors)
-        minted: Minted = {
+        minted: responses.Minted = {
             "uri": to_uri(new_rows[0]["id"]),
             "chain_label": draft.title,
             "label": draft.steps[0].label,
@@ -256,7 +244,7 @@ class Minter:
 
     # --- checking without storing ---------------------------------------------------------
 
-    def validate(self, markdown_doc: str, caller: Caller) -> Validation:
+    def validate(self, markdown_doc: str, caller: Caller) -> responses.Validation:
         """Parse as a mint would, store nothing: the errors with their line, and for each
         protocol the title clash and similar protocols a mint would report."""
         if not markdown_doc.strip():
@@ -268,9 +256,9 @@ class Minter:
             return {"valid": False, "protocols": [], "errors": [
                 {"error_code": exc.code, "line": exc.line, "message": exc.message}
                 for exc in found]}
-        problems: list[Problem] = []
+        problems: list[responses.Problem] = []
         seen: dict[str, int] = {}
-        out: list[DraftCheck] = []
+        out: list[responses.DraftCheck] = []
         with self.store.read() as repo:
             for d in drafts:
                 key = title_key(d.title)
@@ -284,7 +272,7 @@ class Minter:
         return {"valid": not problems, "errors": problems, "protocols": out}
 
     def _check_draft(self, repo: Repo, draft: markdown.ProtocolDraft,
-                     space: str) -> DraftCheck:
+                     space: str) -> responses.DraftCheck:
         spec = protocol_doc("", space, draft, now())
         existing, check = self._similar(repo, draft, (spec, self.search.embed_docs([spec])),
                                         space)

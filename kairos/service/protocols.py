@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from typing import Any, cast
 
 import numpy as np
@@ -15,7 +14,7 @@ from ..domain.caller import BUILTIN_SPACE, Caller
 from ..domain.errors import ConflictError, KairosError, NotFoundError, ValidationError
 from ..domain.requests import Delete, StepChange, Update
 from ..domain.responses import DeleteResult, ItemResult, ProtocolDump, StepDump, UpdateResult
-from ..domain.run_data import ProtocolData, step_data
+from ..domain.run_data import ProtocolData, protocol_data, step_data
 from ..domain.uris import parse_uri, to_uri, uri_list
 from ..domain.versions import draft_of, protocol_dump, step_dump
 from ..search.documents import DocSpec, protocol_doc
@@ -33,7 +32,7 @@ Indexed = tuple[DocSpec, np.ndarray | None]
 
 
 class ProtocolService:
-    def __init__(self, store: Store, search: SearchService | None, parser: Parser) -> None:
+    def __init__(self, store: Store, search: SearchService, parser: Parser) -> None:
         self.store = store
         self.search = search
         self.step_cache = StepCache()
@@ -55,15 +54,15 @@ class ProtocolService:
                               field=field)
         return step, protocol, repo.steps_of(protocol["id"])
 
-    def run_context(self, repo: Repo, uri: object, caller: Caller, nonce: str | None = None,
-                    *, field: str = "uri") -> RunContext:
+    def run_context(self, repo: Repo, uri: object, caller: Caller, nonce: str | None = None
+                    ) -> RunContext:
         """``resolve`` for the run loop, in one query: the step, its protocol, the parsed
         steps of the version the nonce's run follows (else the current version) and that
         run. The same 404 as ``resolve``."""
-        step_id = parse_uri(uri, field)
+        step_id = parse_uri(uri)
         loaded = repo.run_context(step_id, nonce)
         if loaded is None or not caller.sees(loaded[0]["p_space"]):
-            raise NotFoundError(f"No protocol step at {uri}.", field=field)
+            raise NotFoundError(f"No protocol step at {uri}.", field="uri")
         found, run = loaded
         protocol_id = found["p_id"]
         pinned = run["protocol_version"] if run is not None and (
@@ -71,7 +70,7 @@ class ProtocolService:
         steps = self.version_steps(repo, protocol_id, pinned)
         position = (steps.ids.index(step_id) if step_id in steps.ids else found["position"])
         if position is None:
-            raise NotFoundError(f"No protocol step at {uri}.", field=field)
+            raise NotFoundError(f"No protocol step at {uri}.", field="uri")
         return RunContext({"id": step_id, "position": position}, protocol_id, steps, run)
 
     def version_steps(self, repo: Repo, protocol_id: str, version: int) -> RunSteps:
@@ -86,13 +85,6 @@ class ProtocolService:
             self.step_cache.put(protocol_id, version, steps)
         return steps
 
-    # --- reading markdown ------------------------------------------------------------------
-
-    def parse(self, doc: str) -> list[markdown.ProtocolDraft]:
-        """``markdown.parse`` as every write of a protocol reads its markdown: a large
-        document in a worker process (``service.parsing``)."""
-        return self.parser.parse(doc)
-
     # --- dump ------------------------------------------------------------------------------
 
     def dump(self, uri: str, caller: Caller, *, protocol: bool | None = False,
@@ -101,25 +93,23 @@ class ProtocolService:
         first step, the step's own for another), as it is now or as it was at ``version``."""
         with self.store.read() as repo:
             step, proto, rows = self.resolve(repo, uri, caller)
-            if version is not None:
-                data = version_of(repo, proto["id"], version, uri, "version")
-                at = next((i for i, s in enumerate(data.steps) if s.id == step["id"]), None)
-            else:  # its text is rendered below, for the whole protocol only
-                at, data = step["position"], ProtocolData(
-                    proto["id"], proto["title"], proto["version"], "", step_data(rows))
-            if not (protocol or (protocol is None and at == 0)):
-                if at is None:
-                    raise NotFoundError(f"Version {version} of this protocol has no step "
-                                        f"{to_uri(step['id'])}.", field="version")
-                return step_dump(data, at)
-            learned = ([] if self.search is None else
-                       [t["text"] for t in self.search.learning.listing(repo.conn, proto["id"])])
-        if version is not None:
-            draft = markdown.parse(data.markdown)[0]
-            return protocol_dump(data, draft.tags, draft.triggers, learned)
-        draft = draft_of(proto, rows)
-        return protocol_dump(replace(data, markdown=markdown.render(draft)), proto["tags"],
-                             draft.triggers, learned)
+            if version is None:
+                draft, tags = draft_of(proto, rows), proto["tags"]
+                data = ProtocolData(proto["id"], proto["title"], proto["version"],
+                                    markdown.render(draft), step_data(rows))
+            else:
+                data = protocol_data(version_of(repo, proto["id"], version, uri, "version"))
+                draft = markdown.parse(data.markdown)[0]
+                tags = draft.tags
+            at = next((i for i, s in enumerate(data.steps) if s.id == step["id"]), None)
+            if protocol or (protocol is None and at == 0):
+                learned = [t["text"] for t in
+                           self.search.learning.listing(repo.conn, proto["id"])]
+                return protocol_dump(data, tags, draft.triggers, learned)
+        if at is None:
+            raise NotFoundError(f"Version {version} of this protocol has no step "
+                                f"{to_uri(step['id'])}.", field="version")
+        return step_dump(data, at)
 
     # --- update and delete -----------------------------------------------------------------
 
@@ -159,7 +149,7 @@ class ProtocolService:
                 step, proto, rows = self.resolve(repo, uri, caller, writable=True)
             new_label = label if label is not None and label.strip() else step["label"]
             body = content if content is not None else step["content"]
-            parsed = self.parse(f"# {proto['title']}\n\n## {new_label}\n\n{body}\n")
+            parsed = self.parser.parse(f"# {proto['title']}\n\n## {new_label}\n\n{body}\n")
             if len(parsed) != 1 or len(parsed[0].steps) != 1:
                 raise ValidationError("markdown_doc", "the body of one step, without H1/H2 "
                                       "headings outside code blocks")
@@ -192,8 +182,7 @@ class ProtocolService:
                 with self.store.write() as repo:
                     step, proto, steps = self.resolve(repo, uri, caller, writable=True)
                     repo.delete_protocol(proto["id"])
-                    if self.search is not None:
-                        self.search.unindex(repo, "protocol", [proto["id"]])
+                    self.search.unindex(repo, "protocol", [proto["id"]])
                 return [to_uri(s["id"]) for s in steps]
             rest = [r for r in steps if r["id"] != step["id"]]
             draft, stamp = draft_of(proto, rest), now()
@@ -215,20 +204,17 @@ class ProtocolService:
         if not repo.touch_protocol(proto["id"], proto["updated_at"], stamp, tags=draft.tags):
             return False
         record_version(repo, proto, proto["id"], proto["space"], draft, rows, stamp)
-        self._index(repo, indexed)
+        if indexed is not None:
+            self.search.index(repo, [indexed[0]], indexed[1])
         return True
 
     def _indexed(self, proto: Row, draft: markdown.ProtocolDraft, stamp: str
                  ) -> Indexed | None:
         """A protocol's new search document and its vectors, made before the write."""
-        if self.search is None or proto["space"] == BUILTIN_SPACE:
+        if proto["space"] == BUILTIN_SPACE:
             return None
         spec = protocol_doc(proto["id"], proto["space"], draft, stamp)
         return spec, self.search.embed_docs([spec])
-
-    def _index(self, repo: Repo, indexed: Indexed | None) -> None:
-        if indexed is not None and self.search is not None:
-            self.search.index(repo, [indexed[0]], indexed[1])
 
 
 def _batch(uris: list[str], one: Callable[[int, str], ItemResult], status: str

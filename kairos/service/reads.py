@@ -6,9 +6,10 @@ link; the home view; and the one check that a run is the caller's."""
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
 
-from ..domain import engine
+from ..domain import engine, views
 from ..domain.caller import Caller
 from ..domain.errors import NotFoundError, ValidationError
 from ..domain.limits import BAD_CHAR
@@ -17,25 +18,6 @@ from ..domain.proof import chain_hash, verify_chain
 from ..domain.requests import UUID_PATTERN, ListEntries, ListProtocols, ListRuns, ShortId
 from ..domain.texts import GENESIS_HASH
 from ..domain.uris import to_uri
-from ..domain.views import (
-    Broken,
-    EntryItem,
-    EntryPage,
-    Home,
-    Link,
-    Metrics,
-    ProofLog,
-    ProtocolItem,
-    ProtocolOverview,
-    ProtocolPage,
-    Quality,
-    QualityPoint,
-    RunDetail,
-    RunItem,
-    RunPage,
-    Stats,
-    Verification,
-)
 from ..search.snippets import truncate
 from ..store import reads
 from ..store.db import Store
@@ -74,7 +56,7 @@ def _rate(successes: int, failures: int) -> float | None:
     return round(successes / done, 4) if done else None
 
 
-def _stats(row: Row) -> Stats:
+def _stats(row: Row) -> views.Stats:
     successes, failures = int(row["successes"]), int(row["failures"])
     return {"runs": int(row["runs"]), "successes": successes, "failures": failures,
             "success_rate": _rate(successes, failures),
@@ -82,14 +64,14 @@ def _stats(row: Row) -> Stats:
             "last_outcome": row["last_outcome"], "last_run_at": row["last_run_at"]}
 
 
-def _protocol_item(row: Row) -> ProtocolItem:
+def _protocol_item(row: Row) -> views.ProtocolItem:
     return {"uri": to_uri(row["step_id"]), "chain_label": row["title"],
             "tags": list(row["tags"]), "step_count": int(row["step_count"]),
             "builtin": bool(row["builtin"]), "created_at": row["created_at"],
             "updated_at": row["updated_at"], "stats": _stats(row)}
 
 
-def _run_item(row: Row) -> RunItem:
+def _run_item(row: Row) -> views.RunItem:
     steps, step = int(row["step_count"]), row["step_index"] + 1
     return {"run_id": row["id"], "chain_label": row["title"], "status": row["status"],
             "outcome": row["outcome"], "step": min(step, steps) if steps else step,
@@ -99,11 +81,11 @@ def _run_item(row: Row) -> RunItem:
             "updated_at": row["updated_at"]}
 
 
-def _broken(index: int, step_uri: str | None, reason: str) -> Broken:
+def _broken(index: int, step_uri: str | None, reason: str) -> views.Broken:
     return {"index": index, "step_uri": step_uri, "reason": reason}
 
 
-def _chain(run: Row, records: list[dict[str, Any]]) -> tuple[int, Broken | None]:
+def _chain(run: Row, records: list[dict[str, Any]]) -> tuple[int, views.Broken | None]:
     """How many links of a run's proof chain recompute, and the first that does not (or,
     when the chain is whole, the run's head that does not match its last proof)."""
     head, checked, broken = verify_chain(records, run["chain_rule"])
@@ -115,7 +97,14 @@ def _chain(run: Row, records: list[dict[str, Any]]) -> tuple[int, Broken | None]
     return checked, None
 
 
-def _verification(run: Row, checked: int, broken: Broken | None) -> Verification:
+def _page(req: ListProtocols | ListRuns | ListEntries, items: list[Any], total: int,
+          read: int) -> Any:
+    """A page of ``items``, of the ``read`` rows the page's query gave."""
+    return {"items": items, "total": total, "limit": req.limit, "offset": req.offset,
+            "has_more": req.offset + read < total}
+
+
+def _verification(run: Row, checked: int, broken: views.Broken | None) -> views.Verification:
     return {"run_id": run["id"], "valid": broken is None, "proofs": checked,
             "proven": bool(run["proven"]), "head": run["head"], "first_broken": broken}
 
@@ -130,17 +119,16 @@ class ReadService:
 
     # --- protocols -------------------------------------------------------------------------
 
-    def protocols_page(self, req: ListProtocols, caller: Caller) -> ProtocolPage:
+    def protocols_page(self, req: ListProtocols, caller: Caller) -> views.ProtocolPage:
         with self.store.read() as repo:
             rows, total = repo.page(reads.protocol_page(
                 caller.space, limit=req.limit, offset=req.offset, title=req.title,
                 tag=req.tag, builtin=req.builtin, sort=req.sort))
         # A protocol always has steps: one caught mid-delete is left out.
-        items = [_protocol_item(r) for r in rows if r["step_id"] is not None]
-        return {"items": items, "total": total, "limit": req.limit, "offset": req.offset,
-                "has_more": req.offset + len(rows) < total}
+        return _page(req, [_protocol_item(r) for r in rows if r["step_id"] is not None],
+                     total, len(rows))
 
-    def protocol_overview(self, uri: str, caller: Caller) -> ProtocolOverview:
+    def protocol_overview(self, uri: str, caller: Caller) -> views.ProtocolOverview:
         """Steps in order with their challenges, and the protocol's statistics."""
         with self.store.read() as repo:
             _, proto, steps = self.protocols.resolve(repo, uri, caller)
@@ -158,12 +146,12 @@ class ReadService:
             "stats": _stats(rows[0]),
         }
 
-    def quality(self, uri: str, caller: Caller) -> Quality:
+    def quality(self, uri: str, caller: Caller) -> views.Quality:
         """Runs, successes, failures and success rate per day, and cumulatively."""
         with self.store.read() as repo:
             _, proto, steps = self.protocols.resolve(repo, uri, caller)
             rows = repo.all(reads.outcome_series(proto["id"], caller.space))
-        series: list[QualityPoint] = []
+        series: list[views.QualityPoint] = []
         runs = ok = bad = 0
         for r in rows:
             s, f = int(r["successes"] or 0), int(r["failures"] or 0)
@@ -174,21 +162,21 @@ class ReadService:
         return {"uri": to_uri(steps[0]["id"]), "chain_label": proto["title"],
                 "bucket": "day", "series": series}
 
-    def metrics(self, uri: str, caller: Caller) -> Metrics:
+    def metrics(self, uri: str, caller: Caller) -> views.Metrics:
         """Quality metrics of the protocol that ``uri`` belongs to, as run in the caller's
         space (a built-in protocol's are kept per space)."""
         with self.store.read() as repo:
             _, proto, rows = self.protocols.resolve(repo, uri, caller)
-            m = repo.protocol_metrics(proto["id"], caller.space)
+            found = repo.protocol_metrics(proto["id"], caller.space)
             per_step = repo.step_metrics_of(proto["id"], caller.space)
         counts = ("accepted", "refused", "failures")
+        m: Mapping[Any, Any] = found or {"runs": 0, "successes": 0, "failures": 0,
+                                         "quality_bonus": 0.0, "last_outcome": None,
+                                         "last_run_at": None, "per_model": {}}
         return {
-            "runs": m["runs"] if m else 0, "successes": m["successes"] if m else 0,
-            "failures": m["failures"] if m else 0,
-            "quality_bonus": m["quality_bonus"] if m else 0.0,
-            "last_outcome": m["last_outcome"] if m else None,
-            "last_run_at": m["last_run_at"] if m else None,
-            "per_model": m["per_model"] if m else {},
+            "runs": m["runs"], "successes": m["successes"], "failures": m["failures"],
+            "quality_bonus": m["quality_bonus"], "last_outcome": m["last_outcome"],
+            "last_run_at": m["last_run_at"], "per_model": m["per_model"],
             "steps": [{"uri": to_uri(r["id"]), "label": r["label"],
                        **{k: (per_step[r["id"]][k] if r["id"] in per_step else 0)
                           for k in counts}}  # type: ignore[typeddict-item]
@@ -197,7 +185,7 @@ class ReadService:
 
     # --- runs ------------------------------------------------------------------------------
 
-    def runs_page(self, req: ListRuns, caller: Caller) -> RunPage:
+    def runs_page(self, req: ListRuns, caller: Caller) -> views.RunPage:
         with self.store.read() as repo:
             protocol_id = None
             if req.protocol is not None:
@@ -207,11 +195,9 @@ class ReadService:
             rows, total = repo.page(reads.run_page(
                 caller.space, limit=req.limit, offset=req.offset, status=req.status,
                 protocol_id=protocol_id))
-        items = [_run_item(r) for r in rows]
-        return {"items": items, "total": total, "limit": req.limit, "offset": req.offset,
-                "has_more": req.offset + len(items) < total}
+        return _page(req, [_run_item(r) for r in rows], total, len(rows))
 
-    def run_of_nonce(self, nonce: str, caller: Caller) -> RunItem:
+    def run_of_nonce(self, nonce: str, caller: Caller) -> views.RunItem:
         """The run a challenge's nonce belongs to (so a terminal can name the run it is
         walking)."""
         with self.store.read() as repo:
@@ -227,15 +213,15 @@ class ReadService:
             run = own_run(repo, run_id, caller)
             return run, proof_records(repo, run["id"])
 
-    def verify(self, run_id: str, caller: Caller) -> Verification:
+    def verify(self, run_id: str, caller: Caller) -> views.Verification:
         run, records = self._records(run_id, caller)
         return _verification(run, *_chain(run, records))
 
-    def proof_log(self, run_id: str, caller: Caller) -> ProofLog:
+    def proof_log(self, run_id: str, caller: Caller) -> views.ProofLog:
         run, records = self._records(run_id, caller)
         return {"run_id": run["id"], "proofs": records}
 
-    def run(self, run_id: str, caller: Caller) -> tuple[RunDetail, Verification]:
+    def run(self, run_id: str, caller: Caller) -> tuple[views.RunDetail, views.Verification]:
         """One run: its protocol, steps, and proof chain with every link checked; and the
         chain's verdict as ``verify`` gives it, from the same read."""
         with self.store.read() as repo:
@@ -244,7 +230,7 @@ class ReadService:
             records = proof_records(repo, run["id"])
         steps = version.steps if version is not None else ()
         checked, first_broken = _chain(run, records)
-        links: list[Link] = []
+        links: list[views.Link] = []
         previous, failed = GENESIS_HASH, False
         for i, rec in enumerate(records):
             if failed:
@@ -264,7 +250,7 @@ class ReadService:
             stored = rec.get("proof_hash")
             previous = stored if isinstance(stored, str) else ""
         proven_at = {rec.get("step_index") for rec in records}
-        detail: RunDetail = {
+        detail: views.RunDetail = {
             "run_id": run["id"], "status": run["status"], "outcome": run["outcome"],
             "message": run["message"], "caller": run["caller"],
             "step": run["step_index"] + 1, "retry_count": run["retry_count"],
@@ -284,24 +270,22 @@ class ReadService:
 
     # --- entries ---------------------------------------------------------------------------
 
-    def entries_page(self, req: ListEntries, caller: Caller) -> EntryPage:
+    def entries_page(self, req: ListEntries, caller: Caller) -> views.EntryPage:
         """A page of experiences or manuals, optionally of one category, with previews."""
         with self.store.read() as repo:
             rows, total = repo.page(reads.entry_page(caller.space, req.type, limit=req.limit,
                                                      offset=req.offset, category=req.category))
         body = "playbook" if req.type == "experience" else "content"
-        items: list[EntryItem] = [
+        items: list[views.EntryItem] = [
             {"entity_id": r["id"], "entity_type": req.type, "category": r["category"],
              "title": r["title"], "section": r.get("section"), "author": r["author"],
              "updated_at": r["updated_at"],
              "preview": truncate(plain_text(r[body]), PREVIEW_LEN)} for r in rows]
-        return {"items": items, "total": total, "limit": req.limit, "offset": req.offset,
-                "has_more": req.offset + len(items) < total}
+        return _page(req, items, total, len(rows))
 
     # --- the home view and short ids ------------------------------------------------------
 
-    def home(self, caller: Caller, backend: str) -> Home:
-        """The newest protocols with their statistics and the newest runs, with totals."""
+    def home(self, caller: Caller, backend: str) -> views.Home:
         protocols = self.protocols_page(ListProtocols(limit=HOME_ITEMS), caller)
         runs = self.runs_page(ListRuns(limit=HOME_ITEMS), caller)
         active = self.runs_page(ListRuns(limit=1, status=engine.ACTIVE), caller)["total"]

@@ -18,10 +18,11 @@ from ..domain.uris import to_uri
 from ..store import listing
 from ..store.db import Store
 from ..store.repo import Repo, Row
-from .bundles import BundleService
+from .bundles import export_bundle
 from .entries import EntryService
 from .protocols import ProtocolService
 from .reads import ReadService, own_run
+from .signing import Signing
 
 
 class ResourceItem(TypedDict):
@@ -71,12 +72,12 @@ def _section(repo: Repo, section: str, space: str, after: tuple[str, str] | None
 
 class ResourceService:
     def __init__(self, store: Store, protocols: ProtocolService, entries: EntryService,
-                 reads: ReadService, bundles: BundleService) -> None:
+                 reads: ReadService, signing: Signing) -> None:
         self.store = store
         self.protocols = protocols
         self.entries = entries
         self.reads = reads
-        self.bundles = bundles
+        self.signing = signing
 
     def page(self, cursor: str | None, caller: Caller, size: int = RESOURCE_PAGE
              ) -> ResourcePage:
@@ -109,28 +110,27 @@ class ResourceService:
         """The resource ``uri`` names, as text. Another space's record, a deleted one and
         an unknown id all answer the same ``NOT_FOUND``."""
         ref = res.parse_resource(uri)
+        ident = str(ref.id)
         try:
             if ref.kind == res.PROTOCOL:
-                dump = self.protocols.dump(to_uri(str(ref.id)), caller, protocol=None,
+                dump = self.protocols.dump(to_uri(ident), caller, protocol=None,
                                            version=ref.version)
                 return {"uri": uri, "mime_type": MIME_MARKDOWN, "text": dump["markdown_doc"]}
+            value: Any = None  # the guide is the surface's
             if ref.kind == res.ENTRY:
-                found = self.entries.read_entries(ReadEntries(ids=[str(ref.id)]), caller)
-                if not found["entries"]:
-                    raise res.unknown(uri)
-                return {"uri": uri, "mime_type": res.MIME_JSON,
-                        "text": pretty(found["entries"][0])}
-            if ref.kind == res.RUN:
-                return {"uri": uri, "mime_type": res.MIME_JSON,
-                        "text": pretty(self.run(str(ref.id), caller))}
-            if ref.kind == res.BUNDLE:
-                return {"uri": uri, "mime_type": res.MIME_JSON,
-                        "text": pretty(self.bundles.export(str(ref.id), caller))}
+                found = self.entries.read_entries(ReadEntries(ids=[ident]), caller)["entries"]
+                value = found[0] if found else None
+            elif ref.kind == res.RUN:
+                value = self.run(ident, caller)
+            elif ref.kind == res.BUNDLE:
+                value = export_bundle(self.store, self.signing, ident, caller)
         except NotFoundError as exc:
             if exc.field == "version":
                 raise
             raise res.unknown(uri) from None
-        raise res.unknown(uri)  # the guide is the surface's
+        if value is None:
+            raise res.unknown(uri)
+        return {"uri": uri, "mime_type": res.MIME_JSON, "text": pretty(value)}
 
     def check(self, uri: str, caller: Caller) -> None:
         """``NOT_FOUND`` as ``read`` answers it, for a resource the caller may not read;

@@ -46,6 +46,26 @@ class _Judged(NamedTuple):
     proofs: int | None
 
 
+class _Outcome(NamedTuple):
+    """An outcome to record, attested at step ``step_id``."""
+
+    step_id: str
+    outcome: Outcome
+    message: str
+    bonus: float
+    model: str | None
+
+    def values(self) -> dict[str, Any]:
+        """The run's columns it sets."""
+        return {"status": engine.FINISHED, "outcome": self.outcome,
+                "outcome_model": self.model, "failed_step_id": self.failed_step,
+                "message": self.message, "quality_bonus": self.bonus}
+
+    @property
+    def failed_step(self) -> str | None:
+        return self.step_id if self.outcome == "failure" else None
+
+
 class _Lost(Exception):
     """Another writer changed the run between its read and this call's swap."""
 
@@ -68,11 +88,10 @@ def _nonce_of(solution: Any) -> str | None:
     return nonce if isinstance(nonce, str) and nonce else None
 
 
-def _counted(run: RunRow, outcome: str | None = None) -> str | None:
+def _counted(run: RunRow) -> str | None:
     """What a run counts as in its protocol's successes and failures: a failure always,
-    a success only when proven (every step's challenge answered); else nothing.
-    ``outcome`` overrides the run's recorded one."""
-    outcome = run["outcome"] if outcome is None else outcome
+    a success only when proven (every step's challenge answered); else nothing."""
+    outcome = run["outcome"]
     if outcome == "failure" or (outcome == "success" and run["proven"]):
         return outcome
     return None
@@ -89,11 +108,6 @@ def _waits(run: RunRow, protocol_id: str, step_index: int | None,
 def _counts(run: RunRow) -> Counts:
     """The statistics a write to ``run`` changes: its protocol's and its version's."""
     return Counts(run["protocol_id"], run["space"], run["protocol_version"])
-
-
-def _state(row: RunRow) -> RunState:
-    return RunState(row["id"], row["step_index"], row["challenge"], row["head"],
-                    row["retry_count"], row["attempt"], row["status"])
 
 
 def _state_values(state: RunState, stamp: str) -> dict[str, Any]:
@@ -176,27 +190,24 @@ class RunService:
                         errors.NO_ACTIVE_RUN,
                         f"No run of this protocol to attest for this caller. Call kairos_begin "
                         f"with {to_uri(ctx.steps.ids[0])} first.", field="uri")
-                counts = _counts(run)
-                counted_before, proofs = _counted(run), None
+                counts, judged = _counts(run), None
+                done = _Outcome(ctx.step["id"], req.outcome, req.message, req.quality_bonus,
+                                req.llm_model_id)
                 if solution is not None:
                     if run["challenge"] is None:
                         raise ValidationError(
                             "solution", "no solution: every step of this run is already proven")
                     judged = self._judge(repo, run, self._steps(repo, ctx, run), solution,
-                                         uri, "kairos_attest", counts)
+                                         uri, "kairos_attest", counts, done)
                     if judged.proofs is None:  # refused: answered as kairos_next would
                         assert judged.response is not None
                         repo.count(counts)
                         return judged.response
-                    run, proofs = judged.run, judged.proofs
-                return self.record_outcome(repo, run, ctx.step["id"], req.outcome,
-                                           req.message, req.quality_bonus, req.llm_model_id,
-                                           counts, counted_before, proofs)
+                return self._finish(repo, run, done, counts, judged)
 
         return _retrying(record, "attesting")
 
     def abort(self, run_id: str, caller: Caller, reason: str) -> AttestResult:
-        """Finish an active or completed run as failed at the step it waits on."""
 
         def record(locked: bool) -> AttestResult:
             with self.store.write() as repo:
@@ -217,30 +228,25 @@ class RunService:
                     raise NotFoundError(f"The protocol of run {run['id']} no longer exists.",
                                         field="run_id") from None
                 step_id = ids[min(run["step_index"], len(ids) - 1)]
-                return self.record_outcome(repo, run, step_id, "failure", reason, 0.0, None,
-                                           _counts(run), _counted(run))
+                return self._finish(repo, run, _Outcome(step_id, "failure", reason, 0.0, None),
+                                    _counts(run))
 
         return _retrying(record, "aborting")
 
-    def record_outcome(self, repo: Repo, run: RunRow, step_id: str, outcome: Outcome,
-                       message: str, bonus: float, model: str | None, counts: Counts,
-                       counted_before: str | None, proofs: int | None = None
-                       ) -> AttestResult:
-        """Record the outcome of ``run`` (as read in this write), attested at ``step_id``,
-        if the run is still as read; else raise ``_Lost``. The protocol's counters move
-        from what the run counted as before (``counted_before``) to what it counts as now
-        (see ``_counted``); ``counts`` is written. ``proofs``: the run's proof count when
-        this write already knows it."""
-        stamp = now()
-        failed_step = step_id if outcome == "failure" else None
-        if repo.swap_run(run, status=engine.FINISHED, outcome=outcome,
-                         outcome_model=model, failed_step_id=failed_step,
-                         message=message, quality_bonus=bonus, updated_at=stamp) is None:
+    def _finish(self, repo: Repo, run: RunRow, done: _Outcome, counts: Counts,
+                judged: _Judged | None = None) -> AttestResult:
+        """Record the outcome ``done`` of ``run`` (as read in this write) if the run is still
+        as read; else raise ``_Lost``. ``judged``: the last step's answer, whose swap
+        already wrote the outcome. The protocol's counters move from what the run counted
+        as before to what it counts as now (see ``_counted``); ``counts`` is written."""
+        swapped = judged.run if judged else repo.swap_run(run, **done.values(), updated_at=now())
+        if swapped is None:
             raise _Lost
-        proven = bool(run["proven"])
-        counted = _counted(run, outcome)
-        counts.add(last_outcome=outcome, last_run_at=stamp,
-                   quality_bonus=bonus - (run["quality_bonus"] or 0.0))
+        stamp, proven = swapped["updated_at"], bool(swapped["proven"])
+        proofs = judged.proofs if judged else None
+        counted_before, counted = _counted(run), _counted(swapped)
+        counts.add(last_outcome=done.outcome, last_run_at=stamp,
+                   quality_bonus=done.bonus - (run["quality_bonus"] or 0.0))
         if counted != counted_before:
             if counted is not None:
                 counts.add(**{_COUNTERS[counted]: 1})
@@ -248,30 +254,31 @@ class RunService:
                 counts.add(**{_COUNTERS[counted_before]: -1})
         if run["outcome_model"] and counted_before:
             counts.model(run["outcome_model"], counted_before, -1)
-        if model and counted:
-            counts.model(model, counted, 1)
-        if run["failed_step_id"] != failed_step:
+        if done.model and counted:
+            counts.model(done.model, counted, 1)
+        if run["failed_step_id"] != done.failed_step:
             if run["failed_step_id"]:
                 counts.step(run["failed_step_id"], failures=-1)
-            if failed_step:
-                counts.step(failed_step, failures=1)
+            if done.failed_step:
+                counts.step(done.failed_step, failures=1)
         repo.insert_attestation(run_id=run["id"], space=run["space"],
-                                protocol_id=run["protocol_id"], step_uri=to_uri(step_id),
-                                outcome=outcome, message=message, quality_bonus=bonus,
-                                llm_model_id=model, proven=proven, created_at=stamp)
+                                protocol_id=run["protocol_id"], step_uri=to_uri(done.step_id),
+                                outcome=done.outcome, message=done.message,
+                                quality_bonus=done.bonus, llm_model_id=done.model,
+                                proven=proven, created_at=stamp)
         repo.count(counts)  # first: its lock on the protocol's statistics row makes the
         # attests of one protocol learn in turn (two learning one trigger would collide)
-        if outcome == "success" and proven and self.protocols.search is not None:
-            self.protocols.search.learning.learn(repo, run)  # the searches that led here
+        if done.outcome == "success" and proven:
+            self.protocols.search.learning.learn(repo, swapped)  # the searches that led here
         return {
-            "uri": to_uri(step_id),
+            "uri": to_uri(done.step_id),
             "run_id": run["id"],
-            "outcome": outcome,
+            "outcome": done.outcome,
             "proven": proven,
-            "message": message,
-            "quality_bonus": bonus,
-            "llm_model_id": model,
-            "proof_hash": run["head"],
+            "message": done.message,
+            "quality_bonus": done.bonus,
+            "llm_model_id": done.model,
+            "proof_hash": swapped["head"],
             "proofs": repo.proof_count(run["id"]) if proofs is None else proofs,
             "rated_at": stamp,
             "next_action": "Run finished. Report the outcome to the user.",
@@ -318,12 +325,14 @@ class RunService:
         return run
 
     def _judge(self, repo: Repo, run: RunRow, loaded: RunSteps, solution: Any, sent_uri: str,
-               tool: str, counts: Counts) -> _Judged:
+               tool: str, counts: Counts, done: _Outcome | None = None) -> _Judged:
         """Answer the run's pending challenge: the step to show next (a refusal: the
         same step, with a fresh challenge; the last step's answer: what the engine says of
-        it); ``_Lost`` when another writer won the run."""
+        it); ``_Lost`` when another writer won the run. An accepted answer's swap also
+        writes the outcome ``done`` (an attest's)."""
         steps = loaded.views
-        state = _state(run)
+        state = RunState(run["id"], run["step_index"], run["challenge"], run["head"],
+                         run["retry_count"], run["attempt"], run["status"])
         if state.challenge is None or state.step_index >= len(steps):
             raise ValidationError("solution", "no pending challenge for this run")
         nonce, stamp = new_nonce(), now()
@@ -339,6 +348,8 @@ class RunService:
                      and run["status"] == engine.ACTIVE and run["outcome"] is None)
         if completes:
             values["outcome"] = "success"
+        if accepted and done is not None:
+            values.update(done.values())
         swapped = repo.swap_run(run, **values)
         if swapped is None:
             raise _Lost

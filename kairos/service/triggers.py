@@ -10,43 +10,35 @@ from ..domain.caller import Caller
 from ..domain.errors import NotFoundError
 from ..domain.responses import TriggerList
 from ..domain.uris import to_uri
-from ..search.service import SearchService
-from ..store.db import Store
 from ..store.repo import Repo, Row
 from .protocols import ProtocolService
 
 
-class TriggerService:
-    def __init__(self, store: Store, protocols: ProtocolService, search: SearchService) -> None:
-        self.store = store
-        self.protocols = protocols
-        self.search = search
-
-    def _listing(self, repo: Repo, proto: Row, steps: Sequence[Row]) -> TriggerList:
-        return {"uri": to_uri(steps[0]["id"]), "chain_label": proto["title"],
-                "triggers": list(proto["triggers"] or ()),
-                "learned": self.search.learning.listing(repo.conn, proto["id"]),
-                "learned_limit": limits.LEARNED_TRIGGERS}
-
-    def triggers(self, uri: str, caller: Caller) -> TriggerList:
-        """The protocol's author triggers and learned triggers (most recently used
-        first)."""
-        with self.store.read() as repo:
-            _, proto, steps = self.protocols.resolve(repo, uri, caller)
-            return self._listing(repo, proto, steps)
-
-    def forget(self, uri: str, trigger_ids: Sequence[str] | None, caller: Caller
-               ) -> TriggerList:
-        """Remove learned triggers of the protocol: the given ones (each must be one of
-        them), or every one when ``trigger_ids`` is None."""
-        with self.store.write() as repo:
-            _, proto, steps = self.protocols.resolve(repo, uri, caller, writable=True)
-            known = {t["id"] for t in self.search.learning.listing(repo.conn, proto["id"])}
-            missing = sorted(set(trigger_ids or ()) - known)
-            if missing:
-                raise NotFoundError(f"No learned trigger {missing[0]!r} of {uri}.",
-                                    field="trigger_ids")
-            removed = self.search.learning.forget(repo, proto["id"], trigger_ids or ())
-            return {"removed": removed, **self._listing(repo, proto, steps)}
+def _listing(protocols: ProtocolService, repo: Repo, proto: Row, steps: Sequence[Row]
+             ) -> TriggerList:
+    return {"uri": to_uri(steps[0]["id"]), "chain_label": proto["title"],
+            "triggers": list(proto["triggers"] or ()),
+            "learned": protocols.search.learning.listing(repo.conn, proto["id"]),
+            "learned_limit": limits.LEARNED_TRIGGERS}
 
 
+def trigger_list(protocols: ProtocolService, uri: str, caller: Caller) -> TriggerList:
+    with protocols.store.read() as repo:
+        _, proto, steps = protocols.resolve(repo, uri, caller)
+        return _listing(protocols, repo, proto, steps)
+
+
+def forget_triggers(protocols: ProtocolService, uri: str, trigger_ids: Sequence[str] | None,
+                    caller: Caller) -> TriggerList:
+    """Remove learned triggers of the protocol: the given ones (each must be one of them),
+    or every one when ``trigger_ids`` is None."""
+    learning = protocols.search.learning
+    with protocols.store.write() as repo:
+        _, proto, steps = protocols.resolve(repo, uri, caller, writable=True)
+        known = {t["id"] for t in learning.listing(repo.conn, proto["id"])}
+        missing = sorted(set(trigger_ids or ()) - known)
+        if missing:
+            raise NotFoundError(f"No learned trigger {missing[0]!r} of {uri}.",
+                                field="trigger_ids")
+        removed = learning.forget(repo, proto["id"], trigger_ids or ())
+        return {"removed": removed, **_listing(protocols, repo, proto, steps)}

@@ -21,7 +21,6 @@ from ..domain.versions import (
     step_entries,
     unified_diff,
 )
-from ..store.db import Store
 from ..store.repo import Repo, Row
 
 if TYPE_CHECKING:
@@ -59,51 +58,47 @@ def followed_version(repo: Repo, protocol_id: str, number: int) -> ProtocolData 
     return None if found is None else protocol_data(found)
 
 
-def version_of(repo: Repo, protocol_id: str, number: int, uri: str, field: str
-               ) -> ProtocolData:
-    """``followed_version``, asked for by a caller: one not held answers 404 on ``field``."""
-    found = followed_version(repo, protocol_id, number)
+def version_of(repo: Repo, protocol_id: str, number: int, uri: str, field: str) -> Row:
+    """A stored version, asked for by a caller: one not held answers 404 on ``field``."""
+    found = repo.version(protocol_id, number)
     if found is None:
         raise NotFoundError(f"No version {number} of the protocol at {uri}.", field=field)
     return found
 
 
-class VersionService:
-    def __init__(self, store: Store, protocols: ProtocolService) -> None:
-        self.store = store
-        self.protocols = protocols
-
-    def versions(self, uri: str, caller: Caller) -> VersionList:
-        """Every version of the protocol at ``uri``, oldest first, with its statistics
-        in the caller's space."""
-        with self.store.read() as repo:
-            _, proto, steps = self.protocols.resolve(repo, uri, caller)
-            rows = repo.versions_of(proto["id"])
-            counts = repo.version_metrics_of(proto["id"], caller.space)
-        items: list[VersionItem] = []
-        for v in rows:
-            c = counts.get(v["version"])
-            items.append({"version": v["version"], "content_hash": v["content_hash"],
-                          "created_at": v["created_at"],
-                          "current": v["version"] == proto["version"],
-                          "step_count": len(v["steps"]),
-                          "runs": int(c["runs"]) if c else 0,
-                          "successes": int(c["successes"]) if c else 0,
-                          "failures": int(c["failures"]) if c else 0})
-        return {"uri": to_uri(steps[0]["id"]), "chain_label": proto["title"],
-                "current_version": proto["version"], "versions": items}
-
-    def diff(self, req: VersionDiff, caller: Caller) -> VersionsDiff:
-        with self.store.read() as repo:
-            _, proto, steps = self.protocols.resolve(repo, req.uri, caller)
-            old = version_of(repo, proto["id"], req.from_version, req.uri, "from")
-            new = version_of(repo, proto["id"], req.to_version, req.uri, "to")
-        text = unified_diff(old.markdown, new.markdown, f"version {old.version}",
-                            f"version {new.version}")
-        return {"uri": to_uri(steps[0]["id"]), "chain_label": proto["title"],
-                "from_version": old.version, "to_version": new.version,
-                "from_hash": old.content_hash, "to_hash": new.content_hash,
-                "diff": text, "lines": diff_lines(text)}
+def list_versions(protocols: ProtocolService, uri: str, caller: Caller) -> VersionList:
+    """Every version of the protocol at ``uri``, oldest first, with its statistics in the
+    caller's space."""
+    with protocols.store.read() as repo:
+        _, proto, steps = protocols.resolve(repo, uri, caller)
+        rows = repo.versions_of(proto["id"])
+        counts = repo.version_metrics_of(proto["id"], caller.space)
+    items: list[VersionItem] = []
+    for v in rows:
+        c = counts.get(v["version"])
+        items.append({"version": v["version"], "content_hash": v["content_hash"],
+                      "created_at": v["created_at"], "current": v["version"] == proto["version"],
+                      "step_count": len(v["steps"]),
+                      "runs": int(c["runs"]) if c else 0,
+                      "successes": int(c["successes"]) if c else 0,
+                      "failures": int(c["failures"]) if c else 0})
+    return {"uri": to_uri(steps[0]["id"]), "chain_label": proto["title"],
+            "current_version": proto["version"], "versions": items}
 
 
-__all__ = ["VersionService", "followed_version", "record_version", "version_of"]
+def diff_versions(protocols: ProtocolService, req: VersionDiff, caller: Caller
+                  ) -> VersionsDiff:
+    with protocols.store.read() as repo:
+        _, proto, steps = protocols.resolve(repo, req.uri, caller)
+        old = version_of(repo, proto["id"], req.from_version, req.uri, "from")
+        new = version_of(repo, proto["id"], req.to_version, req.uri, "to")
+    text = unified_diff(old["markdown"], new["markdown"], f"version {old['version']}",
+                        f"version {new['version']}")
+    return {"uri": to_uri(steps[0]["id"]), "chain_label": proto["title"],
+            "from_version": old["version"], "to_version": new["version"],
+            "from_hash": old["content_hash"], "to_hash": new["content_hash"],
+            "diff": text, "lines": diff_lines(text)}
+
+
+__all__ = ["diff_versions", "followed_version", "list_versions", "record_version",
+           "version_of"]

@@ -143,6 +143,9 @@ def test_next_runs_a_fixed_handful_of_statements(kairos: Kairos) -> None:
     reads = [s for s in seen if s.lstrip().upper().startswith("SELECT")]
     assert not any("proofs" in s for s in reads), reads
     assert not any(s.lstrip().startswith("SELECT runs.id") for s in reads), reads
+    # One swap of the run carries both the last answer and the outcome.
+    swaps = [s for s in seen if s.lstrip().upper().startswith("UPDATE RUNS")]
+    assert len(swaps) == 1, swaps
     assert done["proofs"] == 4 and done["proven"] is True
 
 
