@@ -10,7 +10,6 @@ import codecs
 import json
 import logging
 import time
-from functools import partial
 from typing import Any
 from urllib.parse import unquote
 
@@ -213,11 +212,8 @@ class Gate:
         if declared is not None and declared.strip().isdigit() and int(declared) > limit:
             await refuse(scope, send, TooLargeError(limit), mcp_path=self.mcp_path)
             return None
-        rest = scope.get("path") != self.mcp_path
-        scan = JsonScan("body", self.limits.json_depth)
-        utf8 = Utf8Check("body") if rest else None
-        chunks: list[bytes] = []
-        size = 0
+        check = BodyCheck(self.limits.json_depth, rest=scope.get("path") != self.mcp_path,
+                          json_content=_json_content(headers))
         more = True
         try:
             while more:
@@ -225,8 +221,7 @@ class Gate:
                 if message["type"] != "http.request":  # the client went away
                     return None
                 chunk = message.get("body", b"")
-                size += len(chunk)
-                if size > limit:
+                if check.size + len(chunk) > limit:
                     await refuse(scope, send, TooLargeError(limit), mcp_path=self.mcp_path)
                     return None
                 # Each message as it comes, a piece at a time: other requests are served
@@ -234,25 +229,13 @@ class Gate:
                 for start in range(0, len(chunk), PIECE):
                     if start:
                         await anyio.lowlevel.checkpoint()
-                    scan.feed(chunk[start:start + PIECE])
-                if utf8 is not None:
-                    utf8.feed(chunk)
-                chunks.append(chunk)
+                    check.feed(chunk[start:start + PIECE])
                 more = message.get("more_body", False)
-            scan.finish()
-            if utf8 is not None:
-                utf8.feed(b"", final=True)
-            body = chunks[0] if len(chunks) == 1 else b"".join(chunks)
-            if rest and body:
-                if scan.not_json and _json_content(headers):
-                    # what the route's parser would answer, without parsing it
-                    raise invalid(NOT_JSON, located=True)
-                if scan.suspect:
-                    check = partial(check_decoded, body, self.limits.json_depth)
-                    if len(body) < _INLINE_BYTES:
-                        check()
-                    else:  # a large body is parsed off the event loop
-                        await anyio.to_thread.run_sync(check)
+            body = check.finish()
+            if check.size < _INLINE_BYTES:
+                check.decode()
+            elif check.must_decode:  # a large body is parsed off the event loop
+                await anyio.to_thread.run_sync(check.decode)
         except ValidationError as exc:
             await refuse(scope, send, exc, mcp_path=self.mcp_path)
             return None
@@ -293,53 +276,74 @@ def _bad_path_or_query(scope: Any) -> ValidationError | None:
     return None
 
 
-class Utf8Check:
-    """UTF-8 checked piece by piece (``feed``): a ValidationError naming the offset of the
-    first byte that is not."""
+class BodyCheck:
+    """Every check the gate makes of a body, fed as it arrives (``feed``), then ``finish``
+    and ``decode``: the size of its structure (values, nesting up to ``json_depth``,
+    number length) on every body; on REST (``rest``) also UTF-8, text that is certainly not
+    JSON when it says it is (``json_content``), NUL, lone surrogates and non-finite numbers
+    (an MCP tool's arguments are checked by the tool call). Each step raises a
+    ValidationError naming the field."""
 
-    def __init__(self, field: str) -> None:
-        self.field = field
-        self._decoder = codecs.getincrementaldecoder("utf-8")()
-        self._fed = 0
+    def __init__(self, json_depth: int, *, rest: bool = True,
+                 json_content: bool = True) -> None:
+        self.json_depth = json_depth
+        self.rest = rest
+        self.json_content = json_content
+        self.size = 0
+        self._scan = JsonScan("body", json_depth)
+        self._utf8 = codecs.getincrementaldecoder("utf-8")()
+        self._chunks: list[bytes] = []
+        self.body = b""
 
-    def feed(self, data: bytes, final: bool = False) -> None:
-        held = len(self._decoder.getstate()[0])  # an unfinished character from before
+    def feed(self, data: bytes) -> None:
+        """The checks of the next piece."""
+        self._scan.feed(data)
+        self._check_utf8(data)
+        self.size += len(data)
+        self._chunks.append(data)
+
+    def _check_utf8(self, data: bytes, final: bool = False) -> None:
+        """On REST, not UTF-8 is refused naming the offset of the first byte that is not."""
+        if not self.rest:
+            return
+        held = len(self._utf8.getstate()[0])  # an unfinished character from before
         try:
-            self._decoder.decode(data, final)
+            self._utf8.decode(data, final)
         except UnicodeDecodeError as exc:
-            raise ValidationError(self.field, "a UTF-8 encoded JSON body",
-                                  message=f"Invalid {self.field}: not UTF-8 (byte "
-                                          f"{self._fed - held + exc.start}).") from None
-        self._fed += len(data)
+            raise ValidationError("body", "a UTF-8 encoded JSON body",
+                                  message="Invalid body: not UTF-8 (byte "
+                                          f"{self.size - held + exc.start}).") from None
 
+    def finish(self) -> bytes:
+        """The checks of the whole body that need no parsing; the body."""
+        self._scan.finish()
+        self._check_utf8(b"", final=True)
+        self.body = self._chunks[0] if len(self._chunks) == 1 else b"".join(self._chunks)
+        if self.rest and self.body and self._scan.not_json and self.json_content:
+            # what the route's parser would answer, without parsing it
+            raise invalid(NOT_JSON, located=True)
+        return self.body
 
-def check_decoded(body: bytes, json_depth: int) -> None:
-    """The checks of a body that only its decoded value shows: text no store can keep
-    (NUL, lone surrogates) and non-finite numbers (``limits.check_value``); a number past
-    Python's digit limit. Text that is not JSON passes: the route's parser names it."""
-    try:
-        value = json.loads(body)
-    except json.JSONDecodeError:
-        return
-    except ValueError:  # an integer past Python's digit limit
-        raise ValidationError("body", "JSON numbers of at most 4300 digits",
-                              message="Invalid body: a number has more than 4300 "
-                                      "digits.") from None
-    limits.check_value(value, json_depth)
+    @property
+    def must_decode(self) -> bool:
+        """Whether ``decode`` parses: only a REST body that might hold bad text."""
+        return self.rest and bool(self.body) and self._scan.suspect
 
-
-def check_json_body(body: bytes, json_depth: int, *, rest: bool = True) -> None:
-    """Every check the gate makes of a whole body (``Gate`` makes them as it arrives):
-    size of its structure (values, nesting up to ``json_depth``, number length) on every
-    body; on REST also UTF-8, NUL, lone surrogates and non-finite numbers (an MCP tool's
-    arguments are checked by the tool call)."""
-    scan = JsonScan("body", json_depth)
-    scan.feed(body)
-    scan.finish()
-    if rest:
-        Utf8Check("body").feed(body, final=True)
-        if scan.suspect:
-            check_decoded(body, json_depth)
+    def decode(self) -> None:
+        """The checks that only the decoded value shows: text no store can keep (NUL, lone
+        surrogates) and non-finite numbers (``limits.check_value``); a number past
+        Python's digit limit. Text that is not JSON passes: the route's parser names it."""
+        if not self.must_decode:
+            return
+        try:
+            value = json.loads(self.body)
+        except json.JSONDecodeError:
+            return
+        except ValueError:  # an integer past Python's digit limit
+            raise ValidationError("body", "JSON numbers of at most 4300 digits",
+                                  message="Invalid body: a number has more than 4300 "
+                                          "digits.") from None
+        limits.check_value(value, self.json_depth)
 
 
 def _json_content(headers: dict[bytes, bytes]) -> bool:
@@ -349,4 +353,4 @@ def _json_content(headers: dict[bytes, bytes]) -> bool:
                                            and kind.endswith(b"+json"))
 
 
-__all__ = ["INTERNAL_BODY", "Gate", "check_json_body", "host_name", "refuse"]
+__all__ = ["INTERNAL_BODY", "BodyCheck", "Gate", "host_name", "refuse"]
