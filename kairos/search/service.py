@@ -10,13 +10,14 @@ import numpy as np
 
 from ..domain.ports import Embedder
 from ..domain.responses import DuplicateCheck
+from ..domain.search_sessions import Sessions
 from ..store.db import Store
 from .background import Background
 from .candidates import Candidates
 from .duplicates import Duplicates
 from .indexing import Indexer
 from .learning import Learning
-from .sessions import Sessions, SessionStore
+from .sessions import SessionStore
 
 __all__ = ["SearchService"]
 
