@@ -20,7 +20,6 @@ from starlette.responses import JSONResponse
 from ..domain import limits
 from ..domain.errors import (
     INTERNAL_ERROR,
-    KairosError,
     MisdirectedError,
     OverloadedError,
     TooLargeError,
@@ -30,13 +29,11 @@ from ..domain.json_scan import PIECE, JsonScan
 from ..domain.limits import Limits
 from ..domain.validation import invalid
 from .admission import Admission
-from .auth import OPEN_PATHS, BearerAuth
+from .auth import LOCAL_HOSTS, OPEN_PATHS, BearerAuth, refuse
 from .metrics import Metrics
 
 log = logging.getLogger("kairos.api")
 
-LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
-JSONRPC_REFUSED = -32000  # implementation-defined server error range of JSON-RPC
 _EXEMPT = frozenset({"/health", "/metrics"})
 _INLINE_BYTES = 65_536
 #: FastAPI's error for a body it cannot parse as JSON (answered as ``validation.invalid``).
@@ -44,23 +41,6 @@ NOT_JSON = ({"type": "json_invalid", "loc": ("body", 0), "msg": "JSON decode err
 INTERNAL_BODY = {"error_code": INTERNAL_ERROR,
                  "message": "The server failed while handling this request. The failure "
                             "was logged; retry later or report it."}
-
-
-async def refuse(scope: Any, send: Any, error: KairosError, *, mcp_path: str | None,
-                 headers: dict[str, str] | None = None) -> None:
-    """Answer ``error`` with its status: its body on REST, a JSON-RPC error on MCP."""
-    payload: dict[str, Any] = error.to_dict()
-    if mcp_path is not None and scope.get("path") == mcp_path:
-        payload = {"jsonrpc": "2.0", "id": None,
-                   "error": {"code": JSONRPC_REFUSED, "message": error.message,
-                             "data": payload}}
-    body = json.dumps(payload).encode("utf-8")
-    raw = [(b"content-type", b"application/json"),
-           (b"content-length", str(len(body)).encode())]
-    raw += [(k.lower().encode("latin-1"), v.encode("latin-1"))
-            for k, v in (headers or {}).items()]
-    await send({"type": "http.response.start", "status": error.status, "headers": raw})
-    await send({"type": "http.response.body", "body": body})
 
 
 def host_name(host: str) -> str:
@@ -190,9 +170,9 @@ class Gate:
         if self.host_guard and scope.get("path") not in OPEN_PATHS:
             raw = headers.get(b"host")
             host = None if raw is None else raw.decode("latin-1")
-            if host is None or host_name(host) not in LOOPBACK_NAMES:
+            if host is None or host_name(host) not in LOCAL_HOSTS:
                 await refuse(scope, send,
-                             MisdirectedError(host or "", ", ".join(LOOPBACK_NAMES)),
+                             MisdirectedError(host or "", ", ".join(LOCAL_HOSTS)),
                              mcp_path=self.mcp_path)
                 return False
         return True
