@@ -67,15 +67,11 @@ class Gate:
        not counted);
     4. bearer tokens (``auth``): the request's Principal, recorded in the scope, or 401;
     5. the body check: a body over the size limit is refused before it is read whole
-       (Content-Length, then counting bytes as they arrive); then, read without parsing,
-       one with more JSON values, deeper nesting or longer numbers than the limits allow
-       (``json_scan.JsonScan``, on MCP too); on REST also a body that is not UTF-8, is
-       certainly not JSON (a string left open, brackets that do not close: refused as the
-       route's parser would, without parsing it), or holds a NUL or a lone surrogate in
-       any string — a 422 naming the field (on MCP a JSON-RPC error carrying it). Each
-       message of the body is checked as it arrives, on the event loop, in steps of a
-       fraction of a millisecond; only a body that may hold bad text is parsed here (off
-       the loop when large). The body read is handed on unchanged;
+       (Content-Length, then counting bytes as they arrive); each message of the body is
+       checked as it arrives (``BodyCheck``, which says what it checks), on the event
+       loop, in steps of a fraction of a millisecond; only a body that may hold bad text
+       is parsed (off the loop when large). What it refuses is a 422 naming the field (on
+       MCP a JSON-RPC error carrying it). The body read is handed on unchanged;
     6. the safety net: an exception no handler mapped is logged and answered with a
        generic JSON 500 (unless the response already started), and not re-raised.
 

@@ -35,7 +35,7 @@ class SearchService:
         # The operations the services call, from the part that does each.
         self.embed_docs, self.embed_each = self.indexing.embed_docs, self.indexing.embed_each
         self.index, self.unindex = self.indexing.index, self.indexing.unindex
-        self.rank, self.embed_query = self.candidates.rank, self.candidates.embed_query
+        self.rank = self.candidates.rank
         self.version, self.guard = self.duplicates.version, self.duplicates.guard
         self.backfill, self.index_state = self.background.backfill, self.background.index_state
         self.start_background = self.background.start
