@@ -17,88 +17,57 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, create_model
 from pydantic import ValidationError as PydanticError
 
 from .domain.limits import SETTINGS, Limits, setting_defaults
 
 SIGNING_KEY_FILE = "signing-key.pem"  # in the data directory, unless configured
 
-DEFAULTS: dict[str, Any] = {
-    "home": "~/.kairos",
-    "database_url": "",
-    "space": "default",
-    "embedder": "local",
-    "openai_base_url": "https://api.openai.com/v1",
-    "openai_model": "text-embedding-3-small",
-    "openai_api_key": "",
-    "search_threshold": 0.30,
-    "host": "127.0.0.1",
-    "port": 8765,
-    "workers": 1,
-    "api_tokens": "",
-    "tokens_file": "",
-    "run_idle_minutes": 1440,
-    "signing_key": "",
-    "published_keys": "",
-    **setting_defaults(),  # max_body_bytes, max_steps, ...: see kairos/domain/limits.py
-}
+class _Settings(BaseModel):
+    """Each setting: its default, its checks (types, ranges, choices; no unknown keys) and
+    what it expects, in words (the ``description``)."""
 
-EXPECTED: dict[str, str] = {
-    "home": "a directory path",
-    "database_url": "empty, sqlite:///<file> or postgresql://…",
-    "space": "1 to 64 characters",
-    "embedder": "local, openai or none",
-    "openai_base_url": "an http:// or https:// URL",
-    "openai_model": "a model name",
-    "openai_api_key": "a string",
-    "search_threshold": "a number from 0 to 1",
-    "host": "an address such as 127.0.0.1 or 0.0.0.0",
-    "port": "an integer from 1 to 65535",
-    "workers": "an integer from 1 to 64",
-    "api_tokens": "token:space,…",
-    "tokens_file": "a file path",
-    "run_idle_minutes": "an integer from 0 (runs never expire) to 525600 (a year)",
-    "signing_key": "empty (KAIROS_HOME/signing-key.pem, made on first start) or the path "
-                   "of an Ed25519 private key in PEM",
-    "published_keys": "empty or the path of a key set JSON of earlier public keys",
-    **dict.fromkeys(setting_defaults(), "a positive integer"),
-}
+    model_config = ConfigDict(extra="forbid")
+
+    home: str = Field("~/.kairos", min_length=1, description="a directory path")
+    database_url: str = Field(
+        "", pattern=r"^(|sqlite(\+\w+)?:///.*|postgres(ql)?(\+\w+)?://.+)$",
+        description="empty, sqlite:///<file> or postgresql://…")
+    space: str = Field("default", min_length=1, max_length=64,
+                       description="1 to 64 characters")
+    embedder: Literal["local", "openai", "none"] = Field(
+        "local", description="local, openai or none")
+    openai_base_url: str = Field("https://api.openai.com/v1", pattern=r"^https?://.+",
+                                 description="an http:// or https:// URL")
+    openai_model: str = Field("text-embedding-3-small", min_length=1,
+                              description="a model name")
+    openai_api_key: str = Field("", description="a string")
+    search_threshold: float = Field(0.30, ge=0.0, le=1.0, allow_inf_nan=False,
+                                    description="a number from 0 to 1")
+    host: str = Field("127.0.0.1", min_length=1,
+                      description="an address such as 127.0.0.1 or 0.0.0.0")
+    port: int = Field(8765, ge=1, le=65535, description="an integer from 1 to 65535")
+    workers: int = Field(1, ge=1, le=64, description="an integer from 1 to 64")
+    api_tokens: str = Field("", description="token:space,…")
+    tokens_file: str = Field("", description="a file path")
+    run_idle_minutes: int = Field(
+        1440, ge=0, le=525600,
+        description="an integer from 0 (runs never expire) to 525600 (a year)")
+    signing_key: str = Field(
+        "", description="empty (KAIROS_HOME/signing-key.pem, made on first start) or the "
+                        "path of an Ed25519 private key in PEM")
+    published_keys: str = Field(
+        "", description="empty or the path of a key set JSON of earlier public keys")
 
 
-class _Values(BaseModel):
-    """The checked shape of the settings (types, ranges, choices; no unknown keys)."""
-
-    model_config = ConfigDict(extra="forbid", strict=False)
-
-    home: str = Field(min_length=1)
-    database_url: str = Field(pattern=r"^(|sqlite(\+\w+)?:///.*|postgres(ql)?(\+\w+)?://.+)$")
-    space: str = Field(min_length=1, max_length=64)
-    embedder: Literal["local", "openai", "none"]
-    openai_base_url: str = Field(pattern=r"^https?://.+")
-    openai_model: str = Field(min_length=1)
-    openai_api_key: str
-    search_threshold: float = Field(ge=0.0, le=1.0, allow_inf_nan=False)
-    host: str = Field(min_length=1)
-    port: int = Field(ge=1, le=65535)
-    workers: int = Field(ge=1, le=64)
-    api_tokens: str
-    tokens_file: str
-    run_idle_minutes: int = Field(ge=0, le=525600)
-    signing_key: str
-    published_keys: str
-    # the limits of kairos/domain/limits.py
-    max_body_bytes: int = Field(ge=1)
-    max_document_bytes: int = Field(ge=1)
-    max_steps: int = Field(ge=1)
-    max_title_chars: int = Field(ge=1)
-    max_label_chars: int = Field(ge=1)
-    max_message_chars: int = Field(ge=1)
-    max_json_depth: int = Field(ge=1)
-    max_inflight: int = Field(ge=1)
-    max_queue: int = Field(ge=1)
-    max_wait_ms: int = Field(ge=1)
-    max_mcp_sessions: int = Field(ge=1)
+#: The limits of kairos/domain/limits.py as settings (``max_body_bytes``, ...).
+_LIMITS: dict[str, Any] = {key: (int, Field(default, ge=1, description="a positive integer"))
+                           for key, default in setting_defaults().items()}
+_Values = create_model("_Values", __base__=_Settings, **_LIMITS)
+DEFAULTS: dict[str, Any] = {key: f.default for key, f in _Values.model_fields.items()}
+EXPECTED: dict[str, str] = {key: str(f.description)
+                            for key, f in _Values.model_fields.items()}
 
 
 #: KAIROS_* variables that are read outside the settings (by the MCP forwarder, the error

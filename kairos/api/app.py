@@ -20,10 +20,8 @@ from fastapi.telemetry import TelemetryConfig
 from starlette.exceptions import HTTPException
 from starlette.routing import Match
 
-from kairos.domain.errors import INTERNAL_ERROR
-
 from .. import version
-from ..domain.errors import NOT_FOUND, AuthError, KairosError
+from ..domain.errors import INTERNAL_ERROR, NOT_FOUND, AuthError, KairosError
 from ..domain.responses import Health
 from ..domain.validation import invalid
 from ..service import Kairos
@@ -162,7 +160,7 @@ def create_app(kairos: Kairos, *, tokens: Mapping[str, str] | None = None,
     if mcp_server is not None:
         from mcp.server.transport_security import TransportSecuritySettings
 
-        security = (None if host in ("127.0.0.1", "localhost", "::1")
+        security = (None if host in LOCAL_HOSTS
                     else TransportSecuritySettings(enable_dns_rebinding_protection=False))
         mcp_app: Any = mcp_server.streamable_http_app(streamable_http_path=MCP_PATH, host=host,
                                                       transport_security=security,
@@ -180,11 +178,9 @@ def create_app(kairos: Kairos, *, tokens: Mapping[str, str] | None = None,
     auth = BearerAuth(tokens=dict(tokens or {}), default_space=str(kairos.settings.space),
                       mcp_path=mcp_path)
     app.add_middleware(Gate, auth=auth, metrics=metrics, limits=kairos.limits,
-                       limit=max_inflight,
-                       queue=max_queue, wait_ms=max_wait_ms,
+                       limit=max_inflight, queue=max_queue, wait_ms=max_wait_ms,
                        host_guard=not tokens and host in LOCAL_HOSTS, mcp_path=mcp_path)
     return app
-
 
 
 __all__ = ["INTERNAL_BODY", "INTERNAL_ERROR", "TELEMETRY_OFF", "McpFactory", "create_app"]

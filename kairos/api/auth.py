@@ -18,13 +18,13 @@ from pathlib import Path
 from typing import Any
 
 from ..domain.caller import Caller, valid_session_id
-from ..domain.errors import UNAUTHORIZED, AuthError
+from ..domain.errors import UNAUTHORIZED, AuthError, KairosError
 from ..domain.keys import KEYS_PATH
 
 PRINCIPAL = "kairos.principal"  # the ASGI scope key the middleware fills
 OPEN_PATHS = frozenset({"/health", "/", KEYS_PATH})  # the public keys are public
 OPEN_PREFIXES = ("/ui/",)  # the web UI's own files: it asks for a token, then sends it
-LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")  # the loopback names, in the order told
 SESSION_HEADERS = ("x-chl-session", "x-kairos-session")
 MCP_SESSION_HEADER = "mcp-session-id"
 _SPACE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._\-]{0,63}$")
@@ -103,23 +103,29 @@ def check_bind(host: str, tokens: Mapping[str, str]) -> str | None:
             "(token:space,...) or KAIROS_TOKENS_FILE, or listen on 127.0.0.1.")
 
 
-JSONRPC_UNAUTHORIZED = -32001  # implementation-defined server error range of JSON-RPC
+#: JSON-RPC error codes of refusals, in the implementation-defined server error range.
+JSONRPC_REFUSED = -32000
+JSONRPC_UNAUTHORIZED = -32001
 
 
-def _unauthorized(message: str, *, jsonrpc: bool) -> tuple[list[tuple[bytes, bytes]], bytes]:
-    """The 401 body: the error shape of REST, or on the MCP endpoint a JSON-RPC error whose
-    ``data`` is that same shape (MCP clients surface a JSON-RPC error body, and would
+async def refuse(scope: Any, send: Any, error: KairosError, *, mcp_path: str | None,
+                 headers: dict[str, str] | None = None,
+                 jsonrpc_code: int = JSONRPC_REFUSED) -> None:
+    """Answer ``error`` with its status: its body on REST; on the MCP endpoint a JSON-RPC
+    error whose ``data`` is that body (MCP clients surface a JSON-RPC error body, and would
     otherwise report only "error response")."""
-    error = AuthError(UNAUTHORIZED, message, details={"status": 401}).to_dict()
-    payload: dict[str, Any] = error
-    if jsonrpc:
+    payload: dict[str, Any] = error.to_dict()
+    if mcp_path is not None and scope.get("path") == mcp_path:
         payload = {"jsonrpc": "2.0", "id": None,
-                   "error": {"code": JSONRPC_UNAUTHORIZED, "message": message, "data": error}}
+                   "error": {"code": jsonrpc_code, "message": error.message,
+                             "data": payload}}
     body = json.dumps(payload).encode("utf-8")
-    headers = [(b"content-type", b"application/json"),
-               (b"content-length", str(len(body)).encode()),
-               (b"www-authenticate", b'Bearer realm="kairos"')]
-    return headers, body
+    raw = [(b"content-type", b"application/json"),
+           (b"content-length", str(len(body)).encode())]
+    raw += [(k.lower().encode("latin-1"), v.encode("latin-1"))
+            for k, v in (headers or {}).items()]
+    await send({"type": "http.response.start", "status": error.status, "headers": raw})
+    await send({"type": "http.response.body", "body": body})
 
 
 class BearerAuth:
@@ -145,12 +151,11 @@ class BearerAuth:
         found = (self.by_digest.get(hashlib.sha256(token.strip().encode()).digest())
                  if scheme.lower() == "bearer" and token.strip() else None)
         if found is None:
-            head, body = _unauthorized(
-                "Missing bearer token: send Authorization: Bearer <token>."
-                if not header else "The bearer token is not valid for this server.",
-                jsonrpc=path == self.mcp_path)
-            await send({"type": "http.response.start", "status": 401, "headers": head})
-            await send({"type": "http.response.body", "body": body})
+            message = ("Missing bearer token: send Authorization: Bearer <token>."
+                       if not header else "The bearer token is not valid for this server.")
+            await refuse(scope, send, AuthError(UNAUTHORIZED, message, details={"status": 401}),
+                         mcp_path=self.mcp_path, jsonrpc_code=JSONRPC_UNAUTHORIZED,
+                         headers={"WWW-Authenticate": 'Bearer realm="kairos"'})
             return False
         scope[PRINCIPAL] = found
         return True
@@ -190,4 +195,4 @@ def _identify(request: Any, transport_session: str | None) -> tuple[Caller, str 
 
 __all__ = ["OPEN_PATHS", "OPEN_PREFIXES", "PRINCIPAL", "BearerAuth", "Principal",
            "TokenConfigError", "check_bind", "identify", "identify_mcp", "load_tokens",
-           "parse_tokens", "read_tokens_file", "session_header", "token_id"]
+           "parse_tokens", "read_tokens_file", "refuse", "session_header", "token_id"]

@@ -10,7 +10,6 @@ import codecs
 import json
 import logging
 import time
-from functools import partial
 from typing import Any
 from urllib.parse import unquote
 
@@ -21,7 +20,6 @@ from starlette.responses import JSONResponse
 from ..domain import limits
 from ..domain.errors import (
     INTERNAL_ERROR,
-    KairosError,
     MisdirectedError,
     OverloadedError,
     TooLargeError,
@@ -31,13 +29,11 @@ from ..domain.json_scan import PIECE, JsonScan
 from ..domain.limits import Limits
 from ..domain.validation import invalid
 from .admission import Admission
-from .auth import OPEN_PATHS, BearerAuth
+from .auth import LOCAL_HOSTS, OPEN_PATHS, BearerAuth, refuse
 from .metrics import Metrics
 
 log = logging.getLogger("kairos.api")
 
-LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
-JSONRPC_REFUSED = -32000  # implementation-defined server error range of JSON-RPC
 _EXEMPT = frozenset({"/health", "/metrics"})
 _INLINE_BYTES = 65_536
 #: FastAPI's error for a body it cannot parse as JSON (answered as ``validation.invalid``).
@@ -45,23 +41,6 @@ NOT_JSON = ({"type": "json_invalid", "loc": ("body", 0), "msg": "JSON decode err
 INTERNAL_BODY = {"error_code": INTERNAL_ERROR,
                  "message": "The server failed while handling this request. The failure "
                             "was logged; retry later or report it."}
-
-
-async def refuse(scope: Any, send: Any, error: KairosError, *, mcp_path: str | None,
-                 headers: dict[str, str] | None = None) -> None:
-    """Answer ``error`` with its status: its body on REST, a JSON-RPC error on MCP."""
-    payload: dict[str, Any] = error.to_dict()
-    if mcp_path is not None and scope.get("path") == mcp_path:
-        payload = {"jsonrpc": "2.0", "id": None,
-                   "error": {"code": JSONRPC_REFUSED, "message": error.message,
-                             "data": payload}}
-    body = json.dumps(payload).encode("utf-8")
-    raw = [(b"content-type", b"application/json"),
-           (b"content-length", str(len(body)).encode())]
-    raw += [(k.lower().encode("latin-1"), v.encode("latin-1"))
-            for k, v in (headers or {}).items()]
-    await send({"type": "http.response.start", "status": error.status, "headers": raw})
-    await send({"type": "http.response.body", "body": body})
 
 
 def host_name(host: str) -> str:
@@ -88,15 +67,11 @@ class Gate:
        not counted);
     4. bearer tokens (``auth``): the request's Principal, recorded in the scope, or 401;
     5. the body check: a body over the size limit is refused before it is read whole
-       (Content-Length, then counting bytes as they arrive); then, read without parsing,
-       one with more JSON values, deeper nesting or longer numbers than the limits allow
-       (``json_scan.JsonScan``, on MCP too); on REST also a body that is not UTF-8, is
-       certainly not JSON (a string left open, brackets that do not close: refused as the
-       route's parser would, without parsing it), or holds a NUL or a lone surrogate in
-       any string — a 422 naming the field (on MCP a JSON-RPC error carrying it). Each
-       message of the body is checked as it arrives, on the event loop, in steps of a
-       fraction of a millisecond; only a body that may hold bad text is parsed here (off
-       the loop when large). The body read is handed on unchanged;
+       (Content-Length, then counting bytes as they arrive); each message of the body is
+       checked as it arrives (``BodyCheck``, which says what it checks), on the event
+       loop, in steps of a fraction of a millisecond; only a body that may hold bad text
+       is parsed (off the loop when large). What it refuses is a 422 naming the field (on
+       MCP a JSON-RPC error carrying it). The body read is handed on unchanged;
     6. the safety net: an exception no handler mapped is logged and answered with a
        generic JSON 500 (unless the response already started), and not re-raised.
 
@@ -191,9 +166,9 @@ class Gate:
         if self.host_guard and scope.get("path") not in OPEN_PATHS:
             raw = headers.get(b"host")
             host = None if raw is None else raw.decode("latin-1")
-            if host is None or host_name(host) not in LOOPBACK_NAMES:
+            if host is None or host_name(host) not in LOCAL_HOSTS:
                 await refuse(scope, send,
-                             MisdirectedError(host or "", ", ".join(LOOPBACK_NAMES)),
+                             MisdirectedError(host or "", ", ".join(LOCAL_HOSTS)),
                              mcp_path=self.mcp_path)
                 return False
         return True
@@ -213,11 +188,8 @@ class Gate:
         if declared is not None and declared.strip().isdigit() and int(declared) > limit:
             await refuse(scope, send, TooLargeError(limit), mcp_path=self.mcp_path)
             return None
-        rest = scope.get("path") != self.mcp_path
-        scan = JsonScan("body", self.limits.json_depth)
-        utf8 = Utf8Check("body") if rest else None
-        chunks: list[bytes] = []
-        size = 0
+        check = BodyCheck(self.limits.json_depth, rest=scope.get("path") != self.mcp_path,
+                          json_content=_json_content(headers))
         more = True
         try:
             while more:
@@ -225,8 +197,7 @@ class Gate:
                 if message["type"] != "http.request":  # the client went away
                     return None
                 chunk = message.get("body", b"")
-                size += len(chunk)
-                if size > limit:
+                if check.size + len(chunk) > limit:
                     await refuse(scope, send, TooLargeError(limit), mcp_path=self.mcp_path)
                     return None
                 # Each message as it comes, a piece at a time: other requests are served
@@ -234,25 +205,13 @@ class Gate:
                 for start in range(0, len(chunk), PIECE):
                     if start:
                         await anyio.lowlevel.checkpoint()
-                    scan.feed(chunk[start:start + PIECE])
-                if utf8 is not None:
-                    utf8.feed(chunk)
-                chunks.append(chunk)
+                    check.feed(chunk[start:start + PIECE])
                 more = message.get("more_body", False)
-            scan.finish()
-            if utf8 is not None:
-                utf8.feed(b"", final=True)
-            body = chunks[0] if len(chunks) == 1 else b"".join(chunks)
-            if rest and body:
-                if scan.not_json and _json_content(headers):
-                    # what the route's parser would answer, without parsing it
-                    raise invalid(NOT_JSON, located=True)
-                if scan.suspect:
-                    check = partial(check_decoded, body, self.limits.json_depth)
-                    if len(body) < _INLINE_BYTES:
-                        check()
-                    else:  # a large body is parsed off the event loop
-                        await anyio.to_thread.run_sync(check)
+            body = check.finish()
+            if check.size < _INLINE_BYTES:
+                check.decode()
+            elif check.must_decode:  # a large body is parsed off the event loop
+                await anyio.to_thread.run_sync(check.decode)
         except ValidationError as exc:
             await refuse(scope, send, exc, mcp_path=self.mcp_path)
             return None
@@ -293,53 +252,74 @@ def _bad_path_or_query(scope: Any) -> ValidationError | None:
     return None
 
 
-class Utf8Check:
-    """UTF-8 checked piece by piece (``feed``): a ValidationError naming the offset of the
-    first byte that is not."""
+class BodyCheck:
+    """Every check the gate makes of a body, fed as it arrives (``feed``), then ``finish``
+    and ``decode``: the size of its structure (values, nesting up to ``json_depth``,
+    number length) on every body; on REST (``rest``) also UTF-8, text that is certainly not
+    JSON when it says it is (``json_content``), NUL, lone surrogates and non-finite numbers
+    (an MCP tool's arguments are checked by the tool call). Each step raises a
+    ValidationError naming the field."""
 
-    def __init__(self, field: str) -> None:
-        self.field = field
-        self._decoder = codecs.getincrementaldecoder("utf-8")()
-        self._fed = 0
+    def __init__(self, json_depth: int, *, rest: bool = True,
+                 json_content: bool = True) -> None:
+        self.json_depth = json_depth
+        self.rest = rest
+        self.json_content = json_content
+        self.size = 0
+        self._scan = JsonScan("body", json_depth)
+        self._utf8 = codecs.getincrementaldecoder("utf-8")()
+        self._chunks: list[bytes] = []
+        self.body = b""
 
-    def feed(self, data: bytes, final: bool = False) -> None:
-        held = len(self._decoder.getstate()[0])  # an unfinished character from before
+    def feed(self, data: bytes) -> None:
+        """The checks of the next piece."""
+        self._scan.feed(data)
+        self._check_utf8(data)
+        self.size += len(data)
+        self._chunks.append(data)
+
+    def _check_utf8(self, data: bytes, final: bool = False) -> None:
+        """On REST, not UTF-8 is refused naming the offset of the first byte that is not."""
+        if not self.rest:
+            return
+        held = len(self._utf8.getstate()[0])  # an unfinished character from before
         try:
-            self._decoder.decode(data, final)
+            self._utf8.decode(data, final)
         except UnicodeDecodeError as exc:
-            raise ValidationError(self.field, "a UTF-8 encoded JSON body",
-                                  message=f"Invalid {self.field}: not UTF-8 (byte "
-                                          f"{self._fed - held + exc.start}).") from None
-        self._fed += len(data)
+            raise ValidationError("body", "a UTF-8 encoded JSON body",
+                                  message="Invalid body: not UTF-8 (byte "
+                                          f"{self.size - held + exc.start}).") from None
 
+    def finish(self) -> bytes:
+        """The checks of the whole body that need no parsing; the body."""
+        self._scan.finish()
+        self._check_utf8(b"", final=True)
+        self.body = self._chunks[0] if len(self._chunks) == 1 else b"".join(self._chunks)
+        if self.rest and self.body and self._scan.not_json and self.json_content:
+            # what the route's parser would answer, without parsing it
+            raise invalid(NOT_JSON, located=True)
+        return self.body
 
-def check_decoded(body: bytes, json_depth: int) -> None:
-    """The checks of a body that only its decoded value shows: text no store can keep
-    (NUL, lone surrogates) and non-finite numbers (``limits.check_value``); a number past
-    Python's digit limit. Text that is not JSON passes: the route's parser names it."""
-    try:
-        value = json.loads(body)
-    except json.JSONDecodeError:
-        return
-    except ValueError:  # an integer past Python's digit limit
-        raise ValidationError("body", "JSON numbers of at most 4300 digits",
-                              message="Invalid body: a number has more than 4300 "
-                                      "digits.") from None
-    limits.check_value(value, json_depth)
+    @property
+    def must_decode(self) -> bool:
+        """Whether ``decode`` parses: only a REST body that might hold bad text."""
+        return self.rest and bool(self.body) and self._scan.suspect
 
-
-def check_json_body(body: bytes, json_depth: int, *, rest: bool = True) -> None:
-    """Every check the gate makes of a whole body (``Gate`` makes them as it arrives):
-    size of its structure (values, nesting up to ``json_depth``, number length) on every
-    body; on REST also UTF-8, NUL, lone surrogates and non-finite numbers (an MCP tool's
-    arguments are checked by the tool call)."""
-    scan = JsonScan("body", json_depth)
-    scan.feed(body)
-    scan.finish()
-    if rest:
-        Utf8Check("body").feed(body, final=True)
-        if scan.suspect:
-            check_decoded(body, json_depth)
+    def decode(self) -> None:
+        """The checks that only the decoded value shows: text no store can keep (NUL, lone
+        surrogates) and non-finite numbers (``limits.check_value``); a number past
+        Python's digit limit. Text that is not JSON passes: the route's parser names it."""
+        if not self.must_decode:
+            return
+        try:
+            value = json.loads(self.body)
+        except json.JSONDecodeError:
+            return
+        except ValueError:  # an integer past Python's digit limit
+            raise ValidationError("body", "JSON numbers of at most 4300 digits",
+                                  message="Invalid body: a number has more than 4300 "
+                                          "digits.") from None
+        limits.check_value(value, self.json_depth)
 
 
 def _json_content(headers: dict[bytes, bytes]) -> bool:
@@ -349,4 +329,4 @@ def _json_content(headers: dict[bytes, bytes]) -> bool:
                                            and kind.endswith(b"+json"))
 
 
-__all__ = ["INTERNAL_BODY", "Gate", "check_json_body", "host_name", "refuse"]
+__all__ = ["INTERNAL_BODY", "BodyCheck", "Gate", "host_name", "refuse"]

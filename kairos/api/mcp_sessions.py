@@ -17,8 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..domain.errors import SessionLimitError
-from .auth import MCP_SESSION_HEADER, PRINCIPAL, Principal
-from .guard import refuse
+from .auth import MCP_SESSION_HEADER, PRINCIPAL, Principal, refuse
 
 _HEADER = MCP_SESSION_HEADER.encode("latin-1")
 

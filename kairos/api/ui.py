@@ -20,10 +20,6 @@ UI_PREFIX = "/ui"
 DOCS_ASSETS = "/docs-assets"
 
 
-def ui_dir() -> Path:
-    return Path(str(resources.files("kairos.web").joinpath("static")))
-
-
 def docs_dir() -> Path:
     import fastapi_offline
 
@@ -62,7 +58,7 @@ def _reference_page(page: HTMLResponse, *, mark: str) -> HTMLResponse:
 
 def mount_ui(app: FastAPI) -> None:
     """Serve the UI shell, its assets and the offline API docs on ``app``."""
-    static = ui_dir()
+    static = Path(str(resources.files("kairos.web").joinpath("static")))
     shell = shell_html(static)
     redoc_js = (docs_dir() / REDOC_JS).read_text("utf-8").replace(REDOC_LOGO, EMPTY_IMAGE)
 

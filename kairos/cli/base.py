@@ -55,6 +55,8 @@ class Command(TyperCommand):
         # A field a request names is a parameter's name, or its option's (--type: type).
         _state["params"] = {p.name for p in self.params if p.name} | {
             opt.lstrip("-").replace("-", "_") for p in self.params for opt in p.opts}
+        # A command printing JSON (--json) prints its error body on stdout too.
+        _state["json"] = bool(ctx.params.get("as_json"))
         return super().invoke(ctx)
 
     def collect_usage_pieces(self, ctx: Context) -> list[str]:
@@ -161,12 +163,6 @@ def _is_usage(exc: KairosError) -> bool:
         {field, field + "s"} & set(_state["params"]))
 
 
-def json_mode(enabled: bool) -> bool:
-    """Remember that this command prints JSON: its error body then goes to stdout too."""
-    _state["json"] = enabled
-    return enabled
-
-
 def _show_version(value: bool) -> None:
     if value:
         out.line(f"kairos {version()}")
@@ -194,8 +190,11 @@ def command(name: str | None = None) -> Any:
 # --- what commands share ------------------------------------------------------------------
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print the result as JSON.")]
-URI_HELP = "A step URI, kairos://mem/<uuid>, or the id a table shows (its first 8 characters)."
-RUN_ID_HELP = "The run id, or its first 8 characters as `kairos runs` shows them."
+UriArg = Annotated[str, typer.Argument(
+    metavar="URI",
+    help="A step URI, kairos://mem/<uuid>, or the id a table shows (its first 8 characters).")]
+RunIdArg = Annotated[str, typer.Argument(
+    metavar="RUN_ID", help="The run id, or its first 8 characters as `kairos runs` shows them.")]
 
 
 def load(*, warn: bool = True, **overrides: Any) -> Settings:
@@ -260,5 +259,5 @@ def read_file(path: Path) -> str:
         raise CliError(f"{path}: cannot read ({exc})", 2) from None
 
 
-__all__ = ["RUN_ID_HELP", "URI_HELP", "JsonFlag", "Local", "app", "command", "json_mode",
+__all__ = ["JsonFlag", "Local", "RunIdArg", "UriArg", "app", "command",
            "load", "opened", "read_file", "request"]

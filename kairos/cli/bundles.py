@@ -13,7 +13,7 @@ from ..domain.errors import ValidationError
 from ..domain.jsontext import pretty
 from ..domain.requests import RunRef
 from . import output as out
-from .base import RUN_ID_HELP, JsonFlag, command, json_mode, load, opened, read_file, request
+from .base import JsonFlag, RunIdArg, command, load, opened, read_file, request
 from .output import CliError
 
 if TYPE_CHECKING:
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 @command("export-run")
 def export_run(
-    run_id: Annotated[str, typer.Argument(metavar="RUN_ID", help=RUN_ID_HELP)],
+    run_id: RunIdArg,
     out_file: Annotated[Path | None, typer.Option(
         "--out", "-o", metavar="FILE", help="File to write [default: stdout].")] = None,
 ) -> None:
@@ -76,7 +76,6 @@ def verify_bundle(
     when it verifies, 1 when it does not, 2 when the file or the key cannot be used."""
     from ..domain.bundle import verify_text
 
-    json_mode(as_json)
     text = read_file(file)
     trusted = _trusted(key)
     try:

@@ -16,7 +16,7 @@ from ..domain.datasets import FORMATS as DATASET_FORMATS
 from ..domain.datasets import to_jsonl
 from ..domain.errors import KairosError
 from . import output as out
-from .base import JsonFlag, command, json_mode, load, opened
+from .base import JsonFlag, command, load, opened
 from .output import CliError
 from .table import Col
 
@@ -115,7 +115,6 @@ def import_(
 
     Every row is checked as a live write would be; ids another space holds get new ones;
     runs come in as history (status imported, not proven here)."""
-    json_mode(as_json)
     if not file.is_file():
         raise CliError(f"{file}: no such file", 2)
     with opened(space=space) as local:
@@ -145,11 +144,8 @@ def import_(
 
 
 @command()
-def reindex(
-    as_json: JsonFlag = False,
-) -> None:
+def reindex(as_json: JsonFlag = False) -> None:
     """Re-embed every searchable record with the current embedding model."""
-    json_mode(as_json)
     with opened() as local:
         with out.progress("Embedding") as update:
             result = local.service.reindex(
@@ -168,13 +164,10 @@ def reindex(
 
 
 @command()
-def doctor(
-    as_json: JsonFlag = False,
-) -> None:
+def doctor(as_json: JsonFlag = False) -> None:
     """Check the configuration (each value and its source), data, model and index."""
     from ..config import config_path, unknown_variables
 
-    json_mode(as_json)
     path = config_path()
     warnings = unknown_variables()
     report: dict[str, Any] = {"config_file": str(path), "config_file_found": path.is_file(),

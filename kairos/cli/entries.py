@@ -10,7 +10,7 @@ import typer
 from ..domain.limits import PAGE_MAX
 from ..domain.requests import ListEntries
 from . import output as out
-from .base import JsonFlag, command, json_mode, opened, request
+from .base import JsonFlag, command, opened, request
 from .table import Col, day, short_id, when
 
 #: What entries prints per entry: its id (short at a terminal), category, section, last
@@ -35,7 +35,6 @@ def entries(
 
     Prints one line per entry: id, category, section (experiences), last change, title;
     stderr says when more pages follow."""
-    json_mode(as_json)
     with opened() as local:
         page = local.service.list_entries(request(
             ListEntries, type=type_, category=category, limit=limit, offset=offset),

@@ -23,7 +23,7 @@ from ..domain.requests import (
 )
 from ..domain.responses import DeleteResult, ItemResult, MintResult, UpdateResult
 from . import output as out
-from .base import URI_HELP, JsonFlag, command, json_mode, opened, read_file, request
+from .base import JsonFlag, UriArg, command, opened, read_file, request
 from .output import CliError
 from .table import Col, day, short_id, when
 
@@ -48,7 +48,6 @@ def mint(
     """Mint a markdown file (or every .md file in a directory, or stdin) as protocols.
 
     Prints one line per protocol: URI, stored or updated, step count, title."""
-    json_mode(as_json)
     if path != STDIN and not path.exists():
         raise CliError(f"{path}: no such file or directory", 2)
     files = sorted(path.glob("**/*.md")) if path.is_dir() else [path]
@@ -129,7 +128,6 @@ def search(
     """Find protocols for a request (kairos_search).
 
     Prints one line per choice: role, score, URI, title; the message goes to stderr."""
-    json_mode(as_json)
     if explain:
         from .explain import show_explain
 
@@ -156,7 +154,7 @@ def search(
 
 @command()
 def dump(
-    uri: Annotated[str, typer.Argument(metavar="URI", help=URI_HELP)],
+    uri: UriArg,
     protocol: Annotated[bool, typer.Option("--protocol", help="The whole protocol.")] = False,
     version: Annotated[int | None, typer.Option(
         "--version", metavar="N", help="As it was at version N (see `kairos versions`).")
@@ -164,7 +162,6 @@ def dump(
     as_json: JsonFlag = False,
 ) -> None:
     """Show one step, or the whole protocol as markdown (what `mint --force` reads back)."""
-    json_mode(as_json)
     with opened() as local:
         result = local.service.dump(
             request(Dump, uri=local.expand(uri, "step"), protocol=protocol, version=version),
@@ -201,7 +198,6 @@ def list_(
 
     Prints one line per protocol: URI, step count, runs, successes, failures, last change,
     title; stderr says when more pages follow."""
-    json_mode(as_json)
     with opened() as local:
         page = local.service.list_protocols(request(
             ListProtocols, limit=limit, offset=offset, title=title, tag=tag, builtin=builtin),
@@ -217,7 +213,7 @@ def list_(
 
 @command()
 def update(
-    uri: Annotated[str, typer.Argument(metavar="URI", help=URI_HELP)],
+    uri: UriArg,
     file: Annotated[Path, typer.Argument(
         metavar="FILE", help="The step's new markdown (- for stdin), optionally starting "
                              "with `## New label`; `kairos dump URI` writes the current one.")],
@@ -227,7 +223,6 @@ def update(
 
     To change a whole protocol, edit `kairos dump --protocol URI` and mint it with
     --force."""
-    json_mode(as_json)
     text = read_file(file)
     with opened() as local:
         result = local.service.update(
@@ -267,7 +262,6 @@ def delete(
     """Delete steps (the others close up), or whole protocols with --protocol.
 
     Deleting the only step of a protocol deletes the protocol."""
-    json_mode(as_json)
     with opened() as local:
         result = local.service.delete(request(
             Delete, uris=[local.expand(u, "step") for u in uris], protocol=protocol),
@@ -287,7 +281,6 @@ def triggers(
 ) -> None:
     """A protocol's author triggers and learned triggers (queries that led to proven
     successful runs); --forget removes learned ones."""
-    json_mode(as_json)
     with opened() as local:
         uri = local.expand(uri, "step")
         if forget or forget_all:

@@ -26,7 +26,7 @@ from ..domain.requests import (
 from ..domain.responses import ProtocolDump, is_attested
 from . import output as out
 from . import prompts
-from .base import RUN_ID_HELP, JsonFlag, command, json_mode, opened, request
+from .base import JsonFlag, RunIdArg, command, opened, request
 from .output import CliError
 from .table import Col, day, short_id, when
 
@@ -53,7 +53,6 @@ PROOF OF WORK: comment min_length=20
 @command()
 def demo(as_json: JsonFlag = False) -> None:
     """Mint a sample protocol and run it to the end, showing every call and answer."""
-    json_mode(as_json)
     calls: list[dict[str, Any]] = []
 
     def show(call: str, arguments: dict[str, Any], response: Mapping[str, Any],
@@ -167,7 +166,6 @@ def run(
     and the outcome and its verification are printed as JSON."""
     from ..domain.texts import MAX_RETRIES_EXCEEDED
 
-    json_mode(as_json)
     say = out.note if as_json else out.line
     with opened() as local:
         service, caller = local.service, local.caller
@@ -244,10 +242,8 @@ def run(
 
 
 @command()
-def verify(run_id: Annotated[str, typer.Argument(metavar="RUN_ID", help=RUN_ID_HELP)],
-           as_json: JsonFlag = False) -> None:
+def verify(run_id: RunIdArg, as_json: JsonFlag = False) -> None:
     """Recompute a run's proof chain and report the first broken link."""
-    json_mode(as_json)
     with opened() as local:
         result = local.service.verify_run(request(RunRef, run_id=local.expand(run_id, "run")),
                                           local.caller)
@@ -282,7 +278,6 @@ def runs(
     Prints one line per run: run id, status, outcome, proven (yes or no), step (of the
     step count), last change, protocol. Runs idle past KAIROS_RUN_IDLE_MINUTES are
     recorded as abandoned first."""
-    json_mode(as_json)
     with opened() as local:
         local.service.expire_runs()
         listed = local.service.list_runs(request(ListRuns, limit=limit, status=status),
@@ -297,13 +292,12 @@ def runs(
 
 @command()
 def abort(
-    run_id: Annotated[str, typer.Argument(metavar="RUN_ID", help=RUN_ID_HELP)],
+    run_id: RunIdArg,
     message: Annotated[str | None, typer.Option(
         metavar="TEXT", help="Why, for the record.")] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Abort a run: it finishes with outcome failure at the step it was waiting on."""
-    json_mode(as_json)
     with opened() as local:
         done = local.service.abort_run(request(
             AbortRun, run_id=local.expand(run_id, "run"),

@@ -10,7 +10,7 @@ import typer
 from ..domain.requests import ProtocolRef
 from ..domain.versions import VersionDiff
 from . import output as out
-from .base import URI_HELP, JsonFlag, command, json_mode, opened, request
+from .base import JsonFlag, UriArg, command, opened, request
 from .table import Col, when
 
 #: What versions prints per version: number (* the current one), content hash, created,
@@ -24,13 +24,9 @@ _RESET = "\x1b[0m"
 
 
 @command()
-def versions(
-    uri: Annotated[str, typer.Argument(metavar="URI", help=URI_HELP)],
-    as_json: JsonFlag = False,
-) -> None:
+def versions(uri: UriArg, as_json: JsonFlag = False) -> None:
     """List a protocol's versions: number (* marks the current one), content hash, when it
     was made, steps, and the runs on it."""
-    json_mode(as_json)
     with opened() as local:
         result = local.service.versions(request(ProtocolRef, uri=local.expand(uri, "step")),
                                         local.caller)
@@ -45,13 +41,12 @@ def versions(
 
 @command()
 def diff(
-    uri: Annotated[str, typer.Argument(metavar="URI", help=URI_HELP)],
+    uri: UriArg,
     old: Annotated[int, typer.Argument(metavar="A", help="The version to compare from.")],
     new: Annotated[int, typer.Argument(metavar="B", help="The version to compare to.")],
     as_json: JsonFlag = False,
 ) -> None:
     """Show what changed between versions A and B of a protocol, as a unified diff."""
-    json_mode(as_json)
     with opened() as local:
         result = local.service.diff_versions(
             request(VersionDiff, uri=local.expand(uri, "step"), from_version=old,

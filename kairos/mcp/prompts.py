@@ -70,12 +70,10 @@ def prompt_list() -> list[types.Prompt]:
 
 def _text(args: dict[str, str], name: str, limit: int, *, required: bool = False
           ) -> str | None:
-    value = args.get(name)
-    if value is None or not value.strip():
-        if required:
-            raise ValidationError(name, f"a non-empty text of up to {limit} characters")
+    value = args.get(name) or ""
+    if not value.strip() and not required:
         return None
-    if len(value) > limit:
+    if not value.strip() or len(value) > limit:
         raise ValidationError(name, f"a non-empty text of up to {limit} characters")
     return value.strip()
 

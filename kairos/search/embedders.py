@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from contextlib import suppress
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import numpy as np
 
@@ -38,7 +38,21 @@ def _normalize(matrix: np.ndarray) -> np.ndarray:
     return matrix / norms
 
 
-class NoEmbedder:
+class Provider:
+    """What a provider does unless it says otherwise: nothing to load before the first
+    call, nothing to ask the model (``probe``), no shipped files to check (``verify``)."""
+
+    def load(self) -> Self:
+        return self
+
+    def probe(self) -> None:
+        return None
+
+    def verify(self) -> list[str]:
+        return []
+
+
+class NoEmbedder(Provider):
     """The provider ``none``: text search only."""
 
     name = "none"
@@ -49,20 +63,11 @@ class NoEmbedder:
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         raise EmbedderUnavailable("the embedding provider is 'none'")
 
-    def load(self) -> NoEmbedder:
-        return self
-
-    def probe(self) -> None:
-        """Nothing to ask: no vectors."""
-
-    def verify(self) -> list[str]:
-        return []
-
 
 MODEL_DIR = Path(__file__).with_name("model")
 
 
-class LocalEmbedder:
+class LocalEmbedder(Provider):
     """A sentence-embedding model as an ONNX graph shipped in the package (``model/``: the
     shipped all-MiniLM-L6-v2), run by ONNX Runtime on the CPU with the Hugging Face
     tokenizer. The graph pools and normalises, so its output is the sentence vector.
@@ -126,9 +131,6 @@ class LocalEmbedder:
             raise EmbedderUnavailable(f"local model {self.state}")
         return self
 
-    def probe(self) -> None:
-        """Nothing to ask: the shipped model's dimension is in ``model.json``."""
-
     def verify(self) -> list[str]:
         """The shipped files whose SHA-256 differs from ``SHA256SUMS`` (empty when intact)."""
         bad = []
@@ -178,7 +180,7 @@ def local_model() -> LocalEmbedder:
     return LocalEmbedder()
 
 
-class OpenAIEmbedder:
+class OpenAIEmbedder(Provider):
     """Any OpenAI-compatible embeddings endpoint (OpenAI, TEI, Ollama, vLLM)."""
 
     name = "openai"
@@ -222,17 +224,10 @@ class OpenAIEmbedder:
         self._dim = int(matrix.shape[1])
         return matrix
 
-    def load(self) -> OpenAIEmbedder:
-        """Nothing to load: the provider is asked on the first call (``probe``)."""
-        return self
-
     def probe(self) -> None:
         """Learn the dimension, so ``model_id`` is complete before vectors are stored."""
         if self._dim is None:
             self.embed(["dimension probe"])
-
-    def verify(self) -> list[str]:
-        return []
 
 
 def make_embedder(kind: str, *, base_url: str = "", model: str = "", api_key: str = ""

@@ -57,10 +57,6 @@ def _stamp(moment: datetime | None = None) -> str:
     return (moment or datetime.now(UTC)).isoformat(timespec="microseconds")
 
 
-def _key(text: str) -> str:
-    return doctext.title_form(text)
-
-
 class Learning:
     def __init__(self, store: Store, embedder: Embedder) -> None:
         self.store, self.embedder = store, embedder
@@ -120,10 +116,10 @@ class Learning:
         since = _stamp(datetime.fromisoformat(started) - timedelta(minutes=LEAD_MINUTES))
         since = max(since, earlier or since)
         leads = learned.leads(conn, run["space"], run["caller"], since, started)
-        known = {_key(protocol["title"])} | {_key(x) for x in protocol["triggers"] or ()}
+        known = {doctext.title_form(t) for t in (protocol["title"], *(protocol["triggers"] or ()))}
         chosen = []
         for lead in leads:  # the most recent first
-            key = _key(lead.query)
+            key = doctext.title_form(lead.query)
             if (protocol["id"] not in lead.protocol_ids or key in known or not key
                     or len(lead.query) > limits.TRIGGER_CHARS):
                 continue

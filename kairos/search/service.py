@@ -10,13 +10,14 @@ import numpy as np
 
 from ..domain.ports import Embedder
 from ..domain.responses import DuplicateCheck
+from ..domain.search_sessions import Sessions
 from ..store.db import Store
 from .background import Background
 from .candidates import Candidates
 from .duplicates import Duplicates
 from .indexing import Indexer
 from .learning import Learning
-from .sessions import Sessions, SessionStore
+from .sessions import SessionStore
 
 __all__ = ["SearchService"]
 
@@ -34,7 +35,7 @@ class SearchService:
         # The operations the services call, from the part that does each.
         self.embed_docs, self.embed_each = self.indexing.embed_docs, self.indexing.embed_each
         self.index, self.unindex = self.indexing.index, self.indexing.unindex
-        self.rank, self.embed_query = self.candidates.rank, self.candidates.embed_query
+        self.rank = self.candidates.rank
         self.version, self.guard = self.duplicates.version, self.duplicates.guard
         self.backfill, self.index_state = self.background.backfill, self.background.index_state
         self.start_background = self.background.start

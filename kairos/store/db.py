@@ -44,11 +44,10 @@ def _sqlite_engine(url: str) -> Engine:
     def _on_connect(dbapi_conn: Any, _record: Any) -> None:
         dbapi_conn.isolation_level = None  # SQLAlchemy's "begin" event emits BEGIN itself
         cur = dbapi_conn.cursor()
-        cur.execute("PRAGMA journal_mode=WAL")
-        cur.execute("PRAGMA synchronous=NORMAL")
-        cur.execute("PRAGMA foreign_keys=ON")
-        cur.execute("PRAGMA busy_timeout=60000")
-        cur.execute(SQLITE_MATCHES)
+        for statement in ("PRAGMA journal_mode=WAL", "PRAGMA synchronous=NORMAL",
+                          "PRAGMA foreign_keys=ON", "PRAGMA busy_timeout=60000",
+                          SQLITE_MATCHES):
+            cur.execute(statement)
         cur.close()
 
     @event.listens_for(engine, "begin")

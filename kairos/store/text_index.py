@@ -10,7 +10,7 @@ import hashlib
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import ClassVar, Protocol
+from typing import ClassVar
 
 import numpy as np
 from sqlalchemy import text
@@ -47,17 +47,22 @@ def _none(rids: Sequence[int]) -> dict[int, float]:
     return {}
 
 
-class TextIndex(Protocol):
-    def upsert(self, conn: Connection, rid: int, space: str, kind: str, title: str,
-               labels: str, body: str) -> None: ...
+class TextIndex:
+    """What both indexes answer; writes need nothing unless an index is a table of its own
+    (``SqliteFts``)."""
 
-    def delete(self, conn: Connection, rids: Iterable[int]) -> None: ...
+    def upsert(self, conn: Connection, rid: int, space: str, kind: str, title: str,
+               labels: str, body: str) -> None:
+        return None
+
+    def delete(self, conn: Connection, rids: Iterable[int]) -> None:
+        return None
 
     def search(self, conn: Connection, query: str, *, space: str, kinds: Sequence[str],
                limit: int | None) -> TextMatches | None:
         """The query's matches in the space and kinds; None when it has no indexable
         words."""
-        ...
+        raise NotImplementedError
 
 
 def _kinds(kinds: Sequence[str]) -> str:
@@ -97,7 +102,7 @@ def token_count(*texts: str) -> int:
     return sum(len(_TOKENS.findall(text)) for text in texts)
 
 
-class SqliteFts:
+class SqliteFts(TextIndex):
     """FTS5 with bm25(); document counts for the IDFs come from one MATCH count per term."""
 
     WEIGHTS = ", ".join(str(w) for w in (*scoring.BM25_COLUMN_WEIGHTS, 0.0))
@@ -158,7 +163,7 @@ class SqliteFts:
         return TextMatches(best, of, stats)
 
 
-class PgFts:
+class PgFts(TextIndex):
     """PostgreSQL full text: a generated ``tsv`` column (title A, labels B, body C) with a
     GIN index picks the candidates; their bm25 comes from the weights of the query's
     lexemes in ``tsv`` and the documents' token counts. Nothing to write: the column
@@ -166,13 +171,6 @@ class PgFts:
 
     WEIGHTS: ClassVar[dict[str, float]] = dict(zip("ABC", scoring.BM25_COLUMN_WEIGHTS,
                                                    strict=True))
-
-    def upsert(self, conn: Connection, rid: int, space: str, kind: str, title: str,
-               labels: str, body: str) -> None:
-        return None
-
-    def delete(self, conn: Connection, rids: Iterable[int]) -> None:
-        return None
 
     def search(self, conn: Connection, query: str, *, space: str, kinds: Sequence[str],
                limit: int | None) -> TextMatches | None:
@@ -204,15 +202,12 @@ class PgFts:
         idf = {lex: scoring.fts5_idf(n_rows, int(n)) for lex, n in zip(lex_list, stats[3:],
                                                                          strict=True)}
         ceiling = scoring.bm25_ceiling(idf.values())
+        best = ("" if limit is None
+                else "ORDER BY ts_rank(tsv, CAST(:any AS tsquery)) DESC LIMIT :limit")
         top = [int(r[0]) for r in conn.execute(text(
             "SELECT rid FROM search_docs WHERE tsv @@ CAST(:any AS tsquery) "
-            f"AND space = :space AND kind IN ({_kinds(kinds)}) "
-            "ORDER BY ts_rank(tsv, CAST(:any AS tsquery)) DESC LIMIT :limit"),
-            {"any": any_q, "space": space, "limit": limit})] if limit is not None else [
-            int(r[0]) for r in conn.execute(text(
-                "SELECT rid FROM search_docs WHERE tsv @@ CAST(:any AS tsquery) "
-                f"AND space = :space AND kind IN ({_kinds(kinds)})"),
-                {"any": any_q, "space": space})]
+            f"AND space = :space AND kind IN ({_kinds(kinds)}) {best}"),
+            {"any": any_q, "space": space, "limit": limit})]
 
         def of(rids: Sequence[int]) -> dict[int, float]:
             bm25: dict[int, float] = {}

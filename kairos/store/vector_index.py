@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable, Sequence
-from typing import Protocol
 
 import numpy as np
 from sqlalchemy import delete, func, insert, select, text, update
@@ -22,40 +21,55 @@ from ..domain import scoring
 from . import schema, search_docs
 
 
-class VectorIndex(Protocol):
+class VectorIndex:
+    """What both indexes do alike; a write, commit or rollback needs nothing more unless
+    an index keeps a cache (``MemoryVectorIndex``)."""
+
     def upsert(self, conn: Connection, rid: int, space: str, kind: str, vectors: np.ndarray,
                model_id: str, roles: Sequence[str] | None = None) -> None:
         """Replace a document's vectors; ``roles`` says what each one is (``doc``,
         ``trigger``, ``learned``; all ``doc`` when omitted)."""
-        ...
+        raise NotImplementedError
 
-    def delete(self, conn: Connection, rids: Iterable[int]) -> None: ...
+    def delete(self, conn: Connection, rids: Iterable[int]) -> None:
+        ids = list(rids)
+        if ids:
+            conn.execute(delete(schema.search_vectors).where(schema.search_vectors.c.rid.in_(ids)))
+            self.touch(conn, lambda: self._remove(ids))
 
-    def touch(self, conn: Connection) -> None: ...
+    def _remove(self, rids: list[int]) -> None:
+        return None
 
-    def prepare(self, conn: Connection, dim: int) -> None: ...
+    def touch(self, conn: Connection, apply: Callable[[], None] = lambda: None) -> None:
+        """Record a write (``apply``: what it changes in a cache, once committed)."""
+        return None
 
-    def commit(self, conn: Connection) -> None: ...
+    def prepare(self, conn: Connection, dim: int) -> None:
+        return None
 
-    def rollback(self, conn: Connection) -> None: ...
+    def commit(self, conn: Connection) -> None:
+        return None
+
+    def rollback(self, conn: Connection) -> None:
+        return None
 
     def search(self, conn: Connection, query: np.ndarray, *, space: str,
                kinds: Sequence[str], model_id: str, limit: int | None,
                seq: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(rids, scores) of the ``limit`` best documents (every document: None), best
         first."""
-        ...
+        raise NotImplementedError
 
     def scores(self, conn: Connection, query: np.ndarray, rids: Sequence[int], *,
                model_id: str, seq: int | None = None) -> dict[int, float]:
         """The score of each given document that has vectors of ``model_id``."""
-        ...
+        raise NotImplementedError
 
     def size(self, conn: Connection, *, space: str, kinds: Sequence[str],
              model_id: str) -> int | None:
         """How many documents of the space and kinds have vectors of ``model_id`` (None:
         not known without counting)."""
-        ...
+        return None
 
 
 def _combine(cosines: np.ndarray, seq: int | None) -> float:
@@ -81,7 +95,7 @@ def _bump(conn: Connection) -> int:
     return _version(conn)
 
 
-class MemoryVectorIndex:
+class MemoryVectorIndex(VectorIndex):
     """Exact cosine search: one float32 matrix per (space, kind), rebuilt lazily."""
 
     def __init__(self) -> None:
@@ -105,23 +119,11 @@ class MemoryVectorIndex:
             {"rid": rid, "seq": i, "model_id": model_id, "vector": row.tobytes(), "role": role}
             for i, (row, role) in enumerate(zip(matrix, _roles(roles, len(matrix)),
                                                 strict=True))])
-        self._after_write(conn, lambda: self._apply(rid, space, kind, matrix, model_id))
+        self.touch(conn, lambda: self._apply(rid, space, kind, matrix, model_id))
 
-    def delete(self, conn: Connection, rids: Iterable[int]) -> None:
-        ids = list(rids)
-        if not ids:
-            return
-        conn.execute(delete(schema.search_vectors).where(schema.search_vectors.c.rid.in_(ids)))
-        self._after_write(conn, lambda: self._remove(ids))
-
-    def touch(self, conn: Connection) -> None:
-        """Record a write that changed no vectors (e.g. a document without vectors)."""
-        self._after_write(conn, lambda: None)
-
-    def prepare(self, conn: Connection, dim: int) -> None:
-        return None
-
-    def _after_write(self, conn: Connection, apply: Callable[[], None]) -> None:
+    def touch(self, conn: Connection, apply: Callable[[], None] = lambda: None) -> None:
+        """Bump the version (also for a write that changed no vectors, e.g. a document
+        without vectors); ``apply`` follows once the transaction committed."""
         version = _bump(conn)
         conn.info.setdefault("kairos_vector_pending", []).append((version, apply))
 
@@ -246,12 +248,19 @@ class MemoryVectorIndex:
             return sum(len(m[0]) for k in kinds if (m := self._matrix((space, k))) is not None)
 
 
+def _best(scores: dict[int, float], limit: int | None) -> tuple[np.ndarray, np.ndarray]:
+    """(rids, scores) of the ``limit`` best, best first."""
+    ordered = sorted(scores.items(), key=lambda kv: -kv[1])[:limit]
+    return (np.array([r for r, _ in ordered], dtype=np.int64),
+            np.array([c for _, c in ordered], dtype=np.float32))
+
+
 def _literal(vector: np.ndarray) -> str:
     values = np.asarray(vector, dtype=np.float32).tolist()
     return "[" + ",".join(["%.7g"] * len(values)) % tuple(values) + "]"
 
 
-class PgVectorIndex:
+class PgVectorIndex(VectorIndex):
     """pgvector: an ``embedding`` column next to the portable bytes, an HNSW cosine index
     per dimension (a partial expression index, so several models can coexist), and no
     in-process cache, so every replica sees every write at once."""
@@ -267,20 +276,6 @@ class PgVectorIndex:
               "embedding": _literal(row), "dim": int(matrix.shape[1]), "role": role}
              for i, (row, role) in enumerate(zip(matrix, _roles(roles, len(matrix)),
                                                  strict=True))])
-
-    def delete(self, conn: Connection, rids: Iterable[int]) -> None:
-        ids = list(rids)
-        if ids:
-            conn.execute(delete(schema.search_vectors).where(schema.search_vectors.c.rid.in_(ids)))
-
-    def touch(self, conn: Connection) -> None:
-        return None
-
-    def commit(self, conn: Connection) -> None:
-        return None
-
-    def rollback(self, conn: Connection) -> None:
-        return None
 
     def prepare(self, conn: Connection, dim: int) -> None:
         """The HNSW index for one dimension (run outside a write transaction)."""
@@ -300,10 +295,7 @@ class PgVectorIndex:
             rids = [int(r[0]) for r in conn.execute(text(
                 f"SELECT rid FROM search_docs WHERE space = :space AND kind IN ({kind_list})"),
                 {"space": space})]
-            found = self.scores(conn, query, rids, model_id=model_id, seq=seq)
-            ordered = sorted(found.items(), key=lambda kv: -kv[1])
-            return (np.array([r for r, _ in ordered], dtype=np.int64),
-                    np.array([c for _, c in ordered], dtype=np.float32))
+            return _best(self.scores(conn, query, rids, model_id=model_id, seq=seq), None)
         seq_filter = "" if seq is None else f"AND v.seq = {int(seq)} "
         # HNSW returns at most ef_search rows before the filters: ask for enough of them.
         conn.execute(text(f"SET LOCAL hnsw.ef_search = {min(1000, max(40, limit * 4))}"))
@@ -316,13 +308,7 @@ class PgVectorIndex:
             "LIMIT :limit) v"),
             {"q": _literal(query), "model": model_id, "space": space, "limit": limit * 4})
         found = self.scores(conn, query, [int(r[0]) for r in rows], model_id=model_id, seq=seq)
-        ordered = sorted(found.items(), key=lambda kv: -kv[1])[:limit]
-        return (np.array([r for r, _ in ordered], dtype=np.int64),
-                np.array([c for _, c in ordered], dtype=np.float32))
-
-    def size(self, conn: Connection, *, space: str, kinds: Sequence[str],
-             model_id: str) -> int | None:
-        return None
+        return _best(found, limit)
 
     def scores(self, conn: Connection, query: np.ndarray, rids: Sequence[int], *,
                model_id: str, seq: int | None = None) -> dict[int, float]:
