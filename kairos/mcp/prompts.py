@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -28,44 +27,28 @@ FAILURES_SHOWN = 20
 PROCEDURE_CHARS = 20_000
 
 
-@dataclass(frozen=True)
-class Arg:
-    name: str
-    description: str
-    required: bool = False
-
-
-@dataclass(frozen=True)
-class PromptSpec:
-    name: str
-    title: str
-    description: str
-    arguments: tuple[Arg, ...]
+def _arg(name: str, description: str, required: bool = False) -> types.PromptArgument:
+    return types.PromptArgument(name=name, description=description, required=required)
 
 
 PROMPTS = (
-    PromptSpec("run-protocol", "Run a protocol",
-               "Find the protocol for a request and run it step by step with proof.",
-               (Arg("request", "What to do, in the person's words.", True),)),
-    PromptSpec("write-protocol", "Write a protocol",
-               "Turn a procedure into a protocol KAIROS can store and run.",
-               (Arg("procedure", "The procedure, as the person describes it.", True),
-                Arg("title", "The protocol's title."))),
-    PromptSpec("review-runs", "Review failed runs",
-               "Recent failed runs and which steps to improve.",
-               (Arg("protocol", "Only the runs of this protocol (the URI of any step)."),
-                Arg("days", f"How many days back to look (1–{DAYS_MAX}, default "
-                            f"{DAYS_DEFAULT})."))),
+    types.Prompt(name="run-protocol", title="Run a protocol",
+                 description="Find the protocol for a request and run it step by step with "
+                             "proof.",
+                 arguments=[_arg("request", "What to do, in the person's words.", True)]),
+    types.Prompt(name="write-protocol", title="Write a protocol",
+                 description="Turn a procedure into a protocol KAIROS can store and run.",
+                 arguments=[_arg("procedure", "The procedure, as the person describes it.",
+                                 True),
+                            _arg("title", "The protocol's title.")]),
+    types.Prompt(name="review-runs", title="Review failed runs",
+                 description="Recent failed runs and which steps to improve.",
+                 arguments=[_arg("protocol", "Only the runs of this protocol (the URI of any "
+                                             "step)."),
+                            _arg("days", f"How many days back to look (1–{DAYS_MAX}, default "
+                                         f"{DAYS_DEFAULT}).")]),
 )
 BY_NAME = {p.name: p for p in PROMPTS}
-
-
-def prompt_list() -> list[types.Prompt]:
-    return [types.Prompt(name=p.name, title=p.title, description=p.description,
-                         arguments=[types.PromptArgument(name=a.name, description=a.description,
-                                                         required=a.required)
-                                    for a in p.arguments])
-            for p in PROMPTS]
 
 
 def _text(args: dict[str, str], name: str, limit: int, *, required: bool = False
@@ -78,9 +61,9 @@ def _text(args: dict[str, str], name: str, limit: int, *, required: bool = False
     return value.strip()
 
 
-def _arguments(spec: PromptSpec, given: dict[str, str] | None) -> dict[str, str]:
+def _arguments(spec: types.Prompt, given: dict[str, str] | None) -> dict[str, str]:
     args = dict(given or {})
-    known = {a.name for a in spec.arguments}
+    known = {a.name for a in spec.arguments or ()}
     for name in args:
         if name not in known:
             raise ValidationError(name, "one of " + ", ".join(sorted(known)),
@@ -177,11 +160,9 @@ RENDER = {"run-protocol": run_protocol, "write-protocol": write_protocol,
 
 def prompt_handlers(service: ServiceRef, identify: Identify) -> dict[str, Any]:
     """The ``Server`` constructor arguments that serve prompts."""
-    prompts = prompt_list()
-
     async def list_prompts(ctx: ServerRequestContext[Any, Any],
                            params: types.PaginatedRequestParams | None) -> types.ListPromptsResult:
-        return types.ListPromptsResult(prompts=prompts)
+        return types.ListPromptsResult(prompts=list(PROMPTS))
 
     async def get_prompt(ctx: ServerRequestContext[Any, Any],
                          params: types.GetPromptRequestParams) -> types.GetPromptResult:
@@ -198,4 +179,4 @@ def prompt_handlers(service: ServiceRef, identify: Identify) -> dict[str, Any]:
     return {"on_list_prompts": list_prompts, "on_get_prompt": get_prompt}
 
 
-__all__ = ["PROMPTS", "prompt_handlers", "prompt_list"]
+__all__ = ["PROMPTS", "prompt_handlers"]
