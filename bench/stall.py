@@ -11,6 +11,7 @@ Reports, per body: its size, its own median latency and status, and the p50 / p9
 the concurrent `/health` (goal: p99 ≤ 50 ms for any body within the body limit).
 
     python bench/stall.py [--seconds 4] [--repeat 3] [--json bench/results/stall.json]
+    python bench/stall.py --only "950,000" --kind plain --seconds 10   # one body, longer
 """
 
 from __future__ import annotations
@@ -135,8 +136,8 @@ async def _send(http: httpx2.AsyncClient, session: ClientSession | None, path: s
     return response.status_code
 
 
-async def measure(url: str, seconds: float, repeat: int, idle: float
-                  ) -> list[dict[str, Any]]:
+async def measure(url: str, seconds: float, repeat: int, idle: float, only: str = "",
+                  kinds: tuple[str, ...] = ("crafted", "plain")) -> list[dict[str, Any]]:
     windows: list[tuple[dict[str, Any], float, float]] = []
     with Prober(url) as prober:
         async with http_client() as mcp_http, \
@@ -149,7 +150,11 @@ async def measure(url: str, seconds: float, repeat: int, idle: float
             windows.append(({"case": "idle (no other request)", "kind": "baseline"},
                             started, time.monotonic()))
             for name, path, crafted, plain in cases():
+                if not name.startswith(only):
+                    continue
                 for kind, body in (("crafted", crafted), ("plain", plain)):
+                    if kind not in kinds:
+                        continue
                     took, statuses = [], []
                     start = time.monotonic()
                     while len(took) < repeat or time.monotonic() - start < seconds:
@@ -173,6 +178,10 @@ def main() -> None:
     p.add_argument("--seconds", type=float, default=4.0, help="seconds per body [4]")
     p.add_argument("--repeat", type=int, default=3, help="at least this many requests [3]")
     p.add_argument("--idle", type=float, default=5.0, help="idle baseline seconds [5]")
+    p.add_argument("--only", default="", metavar="NAME",
+                   help="only the bodies whose name starts with NAME")
+    p.add_argument("--kind", choices=("crafted", "plain"), default=None,
+                   help="only the crafted bodies, or only their plain twins")
     p.add_argument("--json", type=Path, default=HERE / "results" / "stall.json")
     args = p.parse_args()
     console = Console()
@@ -181,7 +190,9 @@ def main() -> None:
         server = Server(home, None, home / "serve.log")
         try:
             server.wait_ready()
-            rows = asyncio.run(measure(server.url, args.seconds, args.repeat, args.idle))
+            kinds = (args.kind,) if args.kind else ("crafted", "plain")
+            rows = asyncio.run(measure(server.url, args.seconds, args.repeat, args.idle,
+                                       args.only, kinds))
         finally:
             server.stop()
     table = Table(title="GET /health while one body is served (ms)")
