@@ -52,8 +52,7 @@ SETTINGS = {f"max_{f.name}": f.name for f in fields(Limits)}
 
 def setting_defaults() -> dict[str, int]:
     """The ``max_*`` settings with their default values (for ``config.DEFAULTS``)."""
-    defaults = Limits()
-    return {key: getattr(defaults, name) for key, name in SETTINGS.items()}
+    return {key: getattr(DEFAULT, name) for key, name in SETTINGS.items()}
 
 
 #: Fixed limits (they follow from the schema or from the challenge semantics).

@@ -117,8 +117,7 @@ def split_front_matter(lines: list[str], fenced: Sequence[bool]
                 or not (at_start or first.startswith(f"{KEY}:"))):
             continue
         found[after] = _read(lines[opening + 1:end], opening + 1)
-        for j in range(opening, end + 1):
-            out[j] = ""
+        out[opening:end + 1] = [""] * (end + 1 - opening)
         used = end
     return out, found
 

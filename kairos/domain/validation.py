@@ -20,7 +20,15 @@ _EXPECTED = {
     "float_type": "a number", "list_type": "a list", "dict_type": "an object",
     "model_type": "an object", "model_attributes_type": "an object",
     "int_from_float": "an integer", "finite_number": "a finite number",
+    "string_too_short": "a non-empty string", "missing": "a value",
 }
+# What the field should have been, from the limit the error's context holds.
+_EXPECTED_WITHIN = {
+    "string_too_long": "at most {max_length} characters",
+    "too_short": "at least {min_length} item(s)", "too_long": "at most {max_length} item(s)",
+}
+_BOUNDS = {"greater_than_equal": "≥", "less_than_equal": "≤", "greater_than": ">",
+           "less_than": "<"}
 
 
 def field_of(error: Mapping[str, Any], *, located: bool = False) -> str:
@@ -42,26 +50,15 @@ def expected_of(error: Mapping[str, Any]) -> str:
     kind, ctx = error.get("type", ""), error.get("ctx") or {}
     if kind in _EXPECTED:
         return _EXPECTED[kind]
+    if kind in _EXPECTED_WITHIN:
+        return _EXPECTED_WITHIN[kind].format_map(ctx)
+    if kind in _BOUNDS:
+        return f"a number {_BOUNDS[kind]} {next(iter(ctx.values()), '')}"
     if kind == "literal_error":
         return "one of " + str(ctx.get("expected", ""))
-    if kind in ("greater_than_equal", "less_than_equal", "greater_than", "less_than"):
-        bound = {"greater_than_equal": "≥", "less_than_equal": "≤", "greater_than": ">",
-                 "less_than": "<"}[kind]
-        limit = next(iter(ctx.values()), "")
-        return f"a number {bound} {limit}"
-    if kind == "string_too_long":
-        return f"at most {ctx.get('max_length')} characters"
-    if kind == "string_too_short":
-        return "a non-empty string"
-    if kind == "too_short":
-        return f"at least {ctx.get('min_length')} item(s)"
-    if kind == "too_long":
-        return f"at most {ctx.get('max_length')} item(s)"
     if kind == "string_pattern_mismatch":
         return ("text that is not blank" if ctx.get("pattern") == r"\S"
                 else f"text matching {ctx.get('pattern')}")
-    if kind == "missing":
-        return "a value"
     if kind == "value_error":
         return str(error.get("msg", "")).removeprefix("Value error, ")
     return str(error.get("msg", "a valid value"))

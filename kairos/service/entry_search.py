@@ -54,12 +54,9 @@ class EntrySearch:
         min_score = req.min_score
         if min_score is None:
             min_score = MIN_SCORE_TEXT if ranked.degraded else MIN_SCORE_VECTOR
-        scored: list[tuple[float, Hit, bool]] = []
-        for hit in ranked.hits:
-            penalised = (not hide and req.downrank_viewed is not False
-                         and hit.entity_id in viewed)
-            score = hit.score * DOWNRANK_FACTOR if penalised else hit.score
-            scored.append((score, hit, penalised))
+        downranked = viewed if not hide and req.downrank_viewed is not False else set()
+        scored = [(hit.score * DOWNRANK_FACTOR, hit, True) if hit.entity_id in downranked
+                  else (hit.score, hit, False) for hit in ranked.hits]
         scored.sort(key=lambda s: (-s[0], -(s[1].evidence.strength if s[1].evidence else 0.0),
                                    s[1].row["title"]))
         best = scored[0][0] if scored else None

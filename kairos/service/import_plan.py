@@ -19,11 +19,12 @@ from .import_rows import Row
 if TYPE_CHECKING:
     from ..store.repo import Repo
 
-__all__ = ["Checked", "Plan"]
+__all__ = ["ENTRY_TABLES", "Checked", "Plan"]
 
 #: Checked rows per table: each row with the values a write stores.
 Checked = dict[str, list[tuple[Row, dict[str, Any]]]]
-_ENTRIES = {"experiences": "experience", "manuals": "manual"}
+#: The tables of knowledge entries, and the kind of entry each holds.
+ENTRY_TABLES = {"experiences": "experience", "manuals": "manual"}
 
 
 def moved(space: str, old: str) -> str:
@@ -77,8 +78,19 @@ class Plan:
         self.learned = _Places(repo, "learned_triggers",
                                (v["id"] for _, v in checked["learned_triggers"]), space)
         self.entries = {table: _Places(repo, table, (v["id"] for _, v in checked[table]), space)
-                        for table in _ENTRIES}
+                        for table in ENTRY_TABLES}
         self.codes = {r["code"] for r in repo.categories(space)}
+        # Each table's rows go in unless the space holds what this column names (a step,
+        # a learned trigger or a version comes with its protocol, a proof or an
+        # attestation with its run).
+        self._kept_by = {
+            "categories": ("code", self.codes), "protocols": ("id", self.protocols.kept),
+            "steps": ("protocol_id", self.protocols.kept),
+            "learned_triggers": ("protocol_id", self.protocols.kept),
+            "protocol_versions": ("protocol_id", self.protocols.kept),
+            "runs": ("id", self.runs.kept), "proofs": ("run_id", self.runs.kept),
+            "attestations": ("run_id", self.runs.kept),
+            **{table: ("id", places.kept) for table, places in self.entries.items()}}
 
     def _versions(self, repo: Repo) -> dict[str, dict[int, list[str]]]:
         """The step ids of every version a run of the file may follow: the file's versions
@@ -140,21 +152,12 @@ class Plan:
 
     def _new(self, table: str) -> list[dict[str, Any]]:
         """The rows of ``table`` that the space does not hold yet, with their new ids."""
-        rows = [v for _, v in self.checked[table]]
-        if table == "protocols":
-            return [v for v in rows if v["id"] not in self.protocols.kept]
-        if table in ("steps", "learned_triggers"):  # with their protocol
-            return [v for v in rows if v["protocol_id"] not in self.protocols.kept]
-        if table == "runs":
-            return [v for v in rows if v["id"] not in self.runs.kept]
-        if table in ("proofs", "attestations"):
-            return [v for v in rows if v["run_id"] not in self.runs.kept]
-        if table == "categories":
-            return [v for v in rows if v["code"] not in self.codes]
-        if table == "protocol_versions":  # with their protocol, or a deleted one's anew
-            return [v for v in rows if v["protocol_id"] not in self.protocols.kept and (
-                self._protocol(v["protocol_id"]), v["version"]) not in self.held_versions]
-        return [v for v in rows if v["id"] not in self.entries[table].kept]
+        column, kept = self._kept_by[table]
+        rows = [v for _, v in self.checked[table] if v[column] not in kept]
+        if table == "protocol_versions":  # a deleted protocol's, anew
+            return [v for v in rows if (self._protocol(v["protocol_id"]), v["version"])
+                    not in self.held_versions]
+        return rows
 
     @property
     def skipped(self) -> dict[str, int]:
@@ -179,7 +182,7 @@ class Plan:
         """The search documents of the new protocols and entries."""
         out = [protocol_doc(self.protocols.ids[v["id"]], self.space, self.drafts[v["id"]],
                             v["updated_at"]) for v in self._new("protocols")]
-        for table, kind in _ENTRIES.items():
+        for table, kind in ENTRY_TABLES.items():
             ids = self.entries[table].ids
             out += [entry_doc(kind, {**v, "id": ids[v["id"]], "space": self.space})
                     for v in self._new(table)]
@@ -212,14 +215,13 @@ class Plan:
                                   "vector": None, "model_id": None}
                                  for v in self._new("learned_triggers")],
         }
-        for table in _ENTRIES:
+        for table in ENTRY_TABLES:
             ids = self.entries[table].ids
             rows[table] = [{**v, "id": ids[v["id"]], "space": space} for v in self._new(table)]
         rows["protocol_versions"] = self._version_rows(rows["protocols"], rows["steps"])
-        for table in ("categories", "protocols", "steps", "runs", "proofs", "attestations",
-                      "learned_triggers", "protocol_versions", *_ENTRIES):
-            if rows[table]:
-                space_rows.insert_rows(repo.conn, table, rows[table])
+        for table, new in rows.items():
+            if new:
+                space_rows.insert_rows(repo.conn, table, new)
         for proto in rows["protocols"]:
             repo.create_metrics(proto["id"], space, [s["id"] for s in rows["steps"]
                                                      if s["protocol_id"] == proto["id"]])

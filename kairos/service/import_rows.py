@@ -112,9 +112,6 @@ class Row:
         return self.get(column, "a step URI kairos://mem/<uuid>",
                         lambda v: isinstance(v, str) and bool(_URI.match(v)))
 
-    def obj(self, column: str, *, nullable: bool = False) -> Any:
-        return self.get(column, "an object", lambda v: isinstance(v, dict), nullable=nullable)
-
 
 def _is_stamp(value: Any) -> bool:
     if not isinstance(value, str) or not _STAMP.match(value):

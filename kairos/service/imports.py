@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Container, Iterable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -39,7 +39,7 @@ from ..domain.texts import GENESIS_HASH
 from ..store.faults import Refused
 from . import import_rows as rows_
 from .entries import validated_entry
-from .import_plan import Checked, Plan
+from .import_plan import ENTRY_TABLES, Checked, Plan
 from .import_rows import Row, refused
 from .transfer import FORMAT, NOT_EXPORTED, VERSION, tables
 
@@ -48,7 +48,8 @@ if TYPE_CHECKING:
 
 __all__ = ["import_lines"]
 
-_ENTRY_KINDS = {"experiences": "experience", "manuals": "manual"}
+#: A checked row: the row as read, with the values a write stores.
+_Checked = tuple[Row, dict[str, Any]]
 
 
 def _no_constant(name: str) -> Any:
@@ -120,9 +121,9 @@ def _header(line: int, record: Any) -> dict[str, Any]:
     return record
 
 
-def _unique(checked: list[tuple[Row, dict[str, Any]]], key: Callable[[dict[str, Any]], Any],
-            what: str) -> dict[Any, tuple[Row, dict[str, Any]]]:
-    seen: dict[Any, tuple[Row, dict[str, Any]]] = {}
+def _unique(checked: Iterable[_Checked], key: Callable[[dict[str, Any]], Any],
+            what: str) -> dict[Any, _Checked]:
+    seen: dict[Any, _Checked] = {}
     for row, values in checked:
         k = key(values)
         if k in seen:
@@ -131,6 +132,27 @@ def _unique(checked: list[tuple[Row, dict[str, Any]]], key: Callable[[dict[str, 
                           f"{seen[k][0].line})")
         seen[k] = (row, values)
     return seen
+
+
+def _owned(checked: Iterable[_Checked], column: str, owners: Container[str], owner: str
+           ) -> dict[str, list[_Checked]]:
+    """The rows by the id in ``column``: each the id of an ``owner`` in this file."""
+    out: dict[str, list[_Checked]] = defaultdict(list)
+    for row, values in checked:
+        if values[column] not in owners:
+            raise row.refuse(column, f"the id of a {owner} in this file", values[column])
+        out[values[column]].append((row, values))
+    return out
+
+
+def _numbered(checked: Iterable[_Checked], column: str, rule: str) -> list[_Checked]:
+    """The rows in the order of ``column``, which must number them 0, 1, 2 ... (``rule``
+    says so in a refusal)."""
+    ordered = sorted(checked, key=lambda c: c[1][column])
+    for n, (row, values) in enumerate(ordered):
+        if values[column] != n:
+            raise row.refuse(column, f"{n} ({rule})", values[column])
+    return ordered
 
 
 def _check(found: dict[str, list[Row]], categories: set[str],
@@ -146,40 +168,29 @@ def _check(found: dict[str, list[Row]], categories: set[str],
                         for name, check in checks.items()}
     codes = categories | {v["code"] for _, v in checked["categories"]}
     _unique(checked["categories"], lambda v: v["code"], "code")
-    for table, kind in _ENTRY_KINDS.items():
+    for table, kind in ENTRY_TABLES.items():
         checked[table] = [(row, _entry(row, kind, codes)) for row in found.get(table, [])]
         _unique(checked[table], lambda v: v["id"], "id")
     protocols = _unique(checked["protocols"], lambda v: v["id"], "id")
     _unique(checked["steps"], lambda v: v["id"], "id")
-    by_protocol: dict[str, list[tuple[Row, dict[str, Any]]]] = defaultdict(list)
-    for row, step in checked["steps"]:
-        if step["protocol_id"] not in protocols:
-            raise row.refuse("protocol_id", "the id of a protocol in this file",
-                             step["protocol_id"])
-        by_protocol[step["protocol_id"]].append((row, step))
+    by_protocol = _owned(checked["steps"], "protocol_id", protocols, "protocol")
     drafts = {}
     for pid, (row, proto) in protocols.items():
-        steps = sorted(by_protocol.get(pid, []), key=lambda s: s[1]["position"])
-        for position, (step_row, step) in enumerate(steps):
-            if step["position"] != position:
-                raise step_row.refuse("position", f"{position} (positions of a protocol's "
-                                      "steps run 0, 1, 2, ... without gaps)", step["position"])
+        by_protocol[pid] = steps = _numbered(by_protocol[pid], "position", "positions of a "
+                                             "protocol's steps run 0, 1, 2, ... without gaps")
         if not steps:
             raise row.refuse("id", "a protocol with at least one step in this file", pid)
         drafts[pid] = replace(_mint_again(row, proto, steps, parse),
                               triggers=tuple(proto["triggers"]))
     _versions(checked, protocols, by_protocol, drafts, parse)
     learned = _unique(checked["learned_triggers"], lambda v: v["id"], "id")
-    for row, trigger in learned.values():
-        if trigger["protocol_id"] not in protocols:
-            raise row.refuse("protocol_id", "the id of a protocol in this file",
-                             trigger["protocol_id"])
+    _owned(learned.values(), "protocol_id", protocols, "protocol")
     _unique(checked["learned_triggers"], lambda v: (v["protocol_id"], v["text_key"]), "text")
     return checked, drafts
 
 
-def _versions(checked: Checked, protocols: dict[str, tuple[Row, dict[str, Any]]],
-              steps_of: dict[str, list[tuple[Row, dict[str, Any]]]],
+def _versions(checked: Checked, protocols: dict[str, _Checked],
+              steps_of: dict[str, list[_Checked]],
               drafts: dict[str, markdown.ProtocolDraft],
               parse: Callable[[str], list[markdown.ProtocolDraft]]) -> None:
     """Each version's text mints as its steps say; a protocol of the file that has versions
@@ -203,8 +214,7 @@ def _versions(checked: Checked, protocols: dict[str, tuple[Row, dict[str, Any]]]
         if not mine and proto["version"] == 1:
             continue  # an export made before versions: its text becomes version 1
         current = mine.get(proto["version"])
-        ids = [s["id"] for _, s in sorted(steps_of.get(pid, []),
-                                           key=lambda s: s[1]["position"])]
+        ids = [s["id"] for _, s in steps_of[pid]]
         if current is None or current["content_hash"] != content_hash(
                 markdown.render(drafts[pid])) or [s["id"] for s in current["steps"]] != ids:
             raise row.refuse("version", "a version of this protocol in the file whose text "
@@ -223,7 +233,7 @@ def _entry(row: Row, kind: str, codes: set[str]) -> dict[str, Any]:
             "updated_at": row.stamp("updated_at")}
 
 
-def _mint_again(row: Row, proto: dict[str, Any], steps: Sequence[tuple[Row, dict[str, Any]]],
+def _mint_again(row: Row, proto: dict[str, Any], steps: Sequence[_Checked],
                 parse: Callable[[str], list[markdown.ProtocolDraft]]
                 ) -> markdown.ProtocolDraft:
     """The protocol minted from its rows, as ``markdown.render`` writes it; a row that would
@@ -282,11 +292,7 @@ def _chains(checked: Checked) -> None:
     _unique(checked["proofs"], lambda v: (v["run_id"], v["seq"]), "seq")
     _unique(checked["attestations"],
             lambda v: (v["run_id"], v["step_uri"], v["outcome"], v["created_at"]), "created_at")
-    by_run: dict[str, list[tuple[Row, dict[str, Any]]]] = defaultdict(list)
-    for row, proof in checked["proofs"]:
-        if proof["run_id"] not in runs:
-            raise row.refuse("run_id", "the id of a run in this file", proof["run_id"])
-        by_run[proof["run_id"]].append((row, proof))
+    by_run = _owned(checked["proofs"], "run_id", runs, "run")
     for row, att in checked["attestations"]:
         owner = runs.get(att["run_id"])
         if owner is None:
@@ -295,11 +301,7 @@ def _chains(checked: Checked) -> None:
             raise row.refuse("protocol_id", f"its run's protocol {owner[1]['protocol_id']}",
                              att["protocol_id"])
     for run_id, (run_row, run) in runs.items():
-        proofs = sorted(by_run.get(run_id, []), key=lambda p: p[1]["seq"])
-        for seq, (row, proof) in enumerate(proofs):
-            if proof["seq"] != seq:
-                raise row.refuse("seq", f"{seq} (a run's proofs are numbered 0, 1, 2 ...)",
-                                 proof["seq"])
+        proofs = _numbered(by_run[run_id], "seq", "a run's proofs are numbered 0, 1, 2 ...")
         head, _, broken = verify_chain((dict(p["record"], proof_hash=p["proof_hash"])
                                         for _, p in proofs), run["chain_rule"])
         if broken is not None:

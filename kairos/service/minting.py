@@ -231,15 +231,12 @@ class Minter:
         free = {r["id"]: r for r in old}
         ids: list[str] = []
         for pos, step in enumerate(draft.steps):
-            match = next((i for i, r in free.items() if r["label"] == step.label), None)
-            if match is None:
-                match = next((i for i, r in free.items()
-                              if r["content"] == step.content and r["position"] == pos), None)
-            if match is None:
-                ids.append(new_id())
-            else:
-                ids.append(match)
-                del free[match]
+            by_label = (i for i, r in free.items() if r["label"] == step.label)
+            in_place = (i for i, r in free.items()
+                        if r["content"] == step.content and r["position"] == pos)
+            match = next(by_label, None) or next(in_place, None) or new_id()
+            free.pop(match, None)
+            ids.append(match)
         return ids
 
     # --- checking without storing ---------------------------------------------------------

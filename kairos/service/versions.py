@@ -75,13 +75,11 @@ def list_versions(protocols: ProtocolService, uri: str, caller: Caller) -> Versi
         counts = repo.version_metrics_of(proto["id"], caller.space)
     items: list[VersionItem] = []
     for v in rows:
-        c = counts.get(v["version"])
+        c = counts.get(v["version"]) or {"runs": 0, "successes": 0, "failures": 0}
         items.append({"version": v["version"], "content_hash": v["content_hash"],
                       "created_at": v["created_at"], "current": v["version"] == proto["version"],
-                      "step_count": len(v["steps"]),
-                      "runs": int(c["runs"]) if c else 0,
-                      "successes": int(c["successes"]) if c else 0,
-                      "failures": int(c["failures"]) if c else 0})
+                      "step_count": len(v["steps"]), "runs": int(c["runs"]),
+                      "successes": int(c["successes"]), "failures": int(c["failures"])})
     return {"uri": to_uri(steps[0]["id"]), "chain_label": proto["title"],
             "current_version": proto["version"], "versions": items}
 
