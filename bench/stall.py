@@ -20,6 +20,7 @@ import argparse
 import asyncio
 import json
 import multiprocessing
+import os
 import sys
 import tempfile
 import time
@@ -137,9 +138,11 @@ async def _send(http: httpx2.AsyncClient, session: ClientSession | None, path: s
 
 
 async def measure(url: str, seconds: float, repeat: int, idle: float, only: str = "",
-                  kinds: tuple[str, ...] = ("crafted", "plain")) -> list[dict[str, Any]]:
+                  kinds: tuple[str, ...] = ("crafted", "plain"), nice: int = 0
+                  ) -> list[dict[str, Any]]:
     windows: list[tuple[dict[str, Any], float, float]] = []
     with Prober(url) as prober:
+        os.nice(nice)  # the sender only: the server and the prober started before
         async with http_client() as mcp_http, \
                 streamable_http_client(f"{url}/mcp", http_client=mcp_http) as (read, write), \
                 ClientSession(read, write) as session, \
@@ -182,6 +185,9 @@ def main() -> None:
                    help="only the bodies whose name starts with NAME")
     p.add_argument("--kind", choices=("crafted", "plain"), default=None,
                    help="only the crafted bodies, or only their plain twins")
+    p.add_argument("--nice", type=int, default=0, metavar="N",
+                   help="lower the sender's CPU priority by N (a sender on another machine "
+                        "takes no CPU from the server) [0]")
     p.add_argument("--json", type=Path, default=HERE / "results" / "stall.json")
     args = p.parse_args()
     console = Console()
@@ -192,7 +198,7 @@ def main() -> None:
             server.wait_ready()
             kinds = (args.kind,) if args.kind else ("crafted", "plain")
             rows = asyncio.run(measure(server.url, args.seconds, args.repeat, args.idle,
-                                       args.only, kinds))
+                                       args.only, kinds, args.nice))
         finally:
             server.stop()
     table = Table(title="GET /health while one body is served (ms)")
