@@ -131,7 +131,7 @@ def baselines(store: Store, model: LocalEmbedder, rows: list[dict[str, Any]],
     doc_vectors = cache.embed(texts)
     bm25 = BM25(texts)
     for r in rows:
-        qv = store.kairos.search_engine.embed_query(r["query"])
+        qv = store.kairos.search_engine.candidates.embed_query(r["query"])
         sims = doc_vectors @ qv if qv is not None else np.zeros(len(ids))
         r["cosine"] = [ids[i] for i in np.argsort(-sims)[:TOP]]
         r["bm25"] = [ids[i] for i in np.argsort(-bm25.scores(r["query"]))[:TOP]]
