@@ -79,7 +79,7 @@ def _label_texts(r: Record) -> list[str]:
 def _step_command_texts(r: Record) -> list[str]:
     out = []
     for label, content in r.steps:
-        said = doctext.clean(doctext.step_search_body(content))[:200]
+        said = doctext.step_search_body(content, 200)
         out.append(f"{_clean_title(r)}: {doctext.clean(label)}" + (f" ({said})" if said else ""))
     return out
 

@@ -128,7 +128,7 @@ def document(title: str, intro: str = "", steps: Sequence[tuple[str, str]] = ())
                        title=t, labels="", body=text)
     labels = [clean(label) for label, _ in steps]
     contents = [c for _, body in steps
-                if (c := clean(_search_text(body), MAX_CONTENT_CHARS))]
+                if (c := step_search_body(body, MAX_CONTENT_CHARS))]
     words = [step_words(body, MAX_CONTENT_CHARS) for _, body in steps]
     head = f"{t}: {text} how to " if text else f"{t}: how to "
     summary = head + "; ".join(_lower_first(label) for label in labels if label)
@@ -161,15 +161,12 @@ def drop_json_blocks(text: str, *, objects_only: bool = False) -> str:
     return "".join(out)
 
 
-def step_search_body(content: str) -> str:
-    """A step's body as search sees it: the challenge block gone, a ``PROOF OF WORK:``
-    line reduced to what follows the prefix (its command, tool or prompt)."""
-    return " ".join(_search_text(content).split())
-
-
-def _search_text(content: str) -> str:
-    """``step_search_body`` before its spaces are collapsed."""
-    return _POW_PREFIX.sub("", drop_json_blocks(content, objects_only=True)).replace("`", " ")
+def step_search_body(content: str, limit: int | None = None) -> str:
+    """A step's body as search sees it, cleaned (``clean``, ``limit`` included): the
+    challenge block gone, a ``PROOF OF WORK:`` line reduced to what follows the prefix (its
+    command, tool or prompt)."""
+    return clean(_POW_PREFIX.sub("", drop_json_blocks(content, objects_only=True))
+                 .replace("`", " "), limit)
 
 
 _CODE_SPAN = re.compile(r"`[^`\n]*`")
