@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -122,10 +123,23 @@ def split_front_matter(lines: list[str], fenced: Sequence[bool]
     return out, found
 
 
+#: What YAML refuses in a document (its reader's "printable" set, inverted), and the line
+#: breaks it would fold in a quoted string (NEL, U+2028, U+2029).
+_UNPRINTABLE = re.compile("[^\t\n\r\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufffd"
+                          "\U00010000-\U0010ffff]")
+
+
+def _escape(found: re.Match[str]) -> str:
+    return f"\\u{ord(found.group()):04x}"
+
+
 def front_matter(triggers: Sequence[str]) -> list[str]:
     """The front matter block of ``triggers`` (nothing when there are none), as lines.
-    Each trigger is a JSON string, which YAML reads back as the same text."""
+    Each trigger is a JSON string, which YAML reads back as the same text; a character
+    YAML may not hold as it is (``U+FFFF``, C1 controls, line breaks) is written as its
+    escape."""
     if not triggers:
         return []
-    items = [f"  - {json.dumps(t, ensure_ascii=False)}" for t in triggers]
+    items = [f"  - {_UNPRINTABLE.sub(_escape, json.dumps(t, ensure_ascii=False))}"
+             for t in triggers]
     return [_DELIMITER, f"{KEY}:", *items, _DELIMITER]

@@ -96,3 +96,10 @@ def test_render_writes_triggers_that_parse_back(triggers: list[str]) -> None:
     [again] = markdown.parse(markdown.render(draft))
     assert again.triggers == draft.triggers
     assert (again.title, again.steps) == (draft.title, draft.steps)
+
+
+def test_render_escapes_characters_yaml_cannot_hold() -> None:
+    draft = markdown.ProtocolDraft("Title", (markdown.StepDraft("Step", "Body"),),
+                                   triggers=("\uffff", "a\ufffe b", "x\x9f"))
+    [again] = markdown.parse(markdown.render(draft))
+    assert again.triggers == draft.triggers
