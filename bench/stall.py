@@ -12,18 +12,22 @@ the concurrent `/health` (goal: p99 ≤ 50 ms for any body within the body limit
 
     python bench/stall.py [--seconds 4] [--repeat 3] [--json bench/results/stall.json]
     python bench/stall.py --only "950,000" --kind plain --seconds 10   # one body, longer
+    python bench/stall.py --awake      # CPUs kept from idling (see bench/README.md, Stalls)
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import multiprocessing
 import os
+import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -176,6 +180,20 @@ async def measure(url: str, seconds: float, repeat: int, idle: float, only: str 
     return rows
 
 
+@contextlib.contextmanager
+def _spinners(count: int) -> Iterator[None]:
+    """``count`` processes that spin at nice 19: they take only CPU time nothing else wants,
+    and keep the CPUs from going idle."""
+    spin = "import os\nos.nice(19)\nwhile True: pass"
+    procs = [subprocess.Popen([sys.executable, "-c", spin]) for _ in range(count)]
+    try:
+        yield
+    finally:
+        for proc in procs:
+            proc.kill()
+            proc.wait()
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--seconds", type=float, default=4.0, help="seconds per body [4]")
@@ -188,10 +206,14 @@ def main() -> None:
     p.add_argument("--nice", type=int, default=0, metavar="N",
                    help="lower the sender's CPU priority by N (a sender on another machine "
                         "takes no CPU from the server) [0]")
+    p.add_argument("--awake", action="store_true",
+                   help="keep every CPU busy at the lowest priority, so that no request waits "
+                        "for an idle CPU to wake (on a virtual machine that can take tens of ms)")
     p.add_argument("--json", type=Path, default=HERE / "results" / "stall.json")
     args = p.parse_args()
     console = Console()
-    with tempfile.TemporaryDirectory(prefix="kairos-stall-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="kairos-stall-") as tmp, \
+            _spinners((os.cpu_count() or 1) if args.awake else 0):
         home = Path(tmp)
         server = Server(home, None, home / "serve.log")
         try:
@@ -211,7 +233,8 @@ def main() -> None:
                       str(r["n"]), str(r["p50_ms"]), str(r["p99_ms"]), str(r.get("max_ms", "")))
     console.print(table)
     args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps({"machine": machine(), "rows": rows}, indent=2) + "\n")
+    result = {"machine": machine(), "awake": args.awake, "rows": rows}
+    args.json.write_text(json.dumps(result, indent=2) + "\n")
     console.print(f"written to {args.json}")
 
 
