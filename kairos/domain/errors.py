@@ -93,6 +93,10 @@ class MarkdownError(KairosError):
 
     status = 422
 
+    def __init__(self, code: str, message: str, line: int | None = None,
+                 expected: str | None = None, *, field: str = "markdown_doc") -> None:
+        super().__init__(code, message, field=field, expected=expected, line=line)
+
 
 class NotFoundError(KairosError):
     status = 404

@@ -124,18 +124,14 @@ def read_challenge(body: tuple[int, int], shape: _Shape, lines: list[str],
     return challenge_from_pow(mine[0].spec, mine[0].line + 1) if mine else default_challenge()
 
 
-def _refuse(code: str, message: str, line: int | None, expected: str | None = None
-            ) -> MarkdownError:
-    return MarkdownError(code, message, field="markdown_doc", expected=expected, line=line)
-
-
 def _check_heading(text: str, line: int, what: str, limit: int) -> None:
     if not text:
-        raise _refuse(NO_HEADING, f"Empty {what} on line {line}.", line,
-                      f"a {what} with text")
+        raise MarkdownError(NO_HEADING, f"Empty {what} on line {line}.", line,
+                            f"a {what} with text")
     if len(text) > limit:
-        raise _refuse(INVALID_INPUT, f"The {what} on line {line} is {len(text)} characters; "
-                      f"the limit is {limit}.", line, f"a {what} of at most {limit} characters")
+        raise MarkdownError(INVALID_INPUT, f"The {what} on line {line} is {len(text)} "
+                            f"characters; the limit is {limit}.", line,
+                            f"a {what} of at most {limit} characters")
 
 
 def title_key(title: str) -> str:
@@ -155,13 +151,13 @@ def check_text(doc: str, lim: limits.Limits = limits.DEFAULT) -> None:
     """The limits checked before any parsing work: size, then NUL and lone surrogates."""
     size = len(doc.encode("utf-8", "surrogatepass"))
     if size > lim.document_bytes:
-        raise _refuse(DOCUMENT_TOO_LARGE, f"Document is {size} bytes; the limit is "
-                      f"{lim.document_bytes}.", None, f"at most {lim.document_bytes} bytes")
+        raise MarkdownError(DOCUMENT_TOO_LARGE, f"Document is {size} bytes; the limit is "
+                            f"{lim.document_bytes}.", None, f"at most {lim.document_bytes} bytes")
     bad = limits.BAD_CHAR.search(doc)
     if bad is not None:
         at = doc.count("\n", 0, bad.start()) + 1
-        raise _refuse(INVALID_INPUT, f"Line {at} holds a NUL character or a lone surrogate, "
-                      "which is not text.", at, "text without NUL characters")
+        raise MarkdownError(INVALID_INPUT, f"Line {at} holds a NUL character or a lone surrogate, "
+                            "which is not text.", at, "text without NUL characters")
 
 
 def _fenced(found: Outline, count: int) -> list[bool]:
@@ -187,14 +183,14 @@ def parse(doc: str, lim: limits.Limits = limits.DEFAULT) -> list[ProtocolDraft]:
     shape = _Shape(found)
     heads = found.headings  # (index, level, text)
     if not heads:
-        raise _refuse(NO_HEADING, "Line 1: the document has no heading; start a protocol "
-                      "with '# Title' and each step with '## Step label'.", 1,
-                      "a '# Title' line")
+        raise MarkdownError(NO_HEADING, "Line 1: the document has no heading; start a protocol "
+                            "with '# Title' and each step with '## Step label'.", 1,
+                            "a '# Title' line")
     if heads[0][1] == 2:
         idx = heads[0][0]
-        raise _refuse(NO_HEADING, f"Step heading on line {idx + 1} comes before any "
-                      "'# Title': start the protocol with '# Title'.", idx + 1,
-                      "a '# Title' before steps")
+        raise MarkdownError(NO_HEADING, f"Step heading on line {idx + 1} comes before any "
+                            "'# Title': start the protocol with '# Title'.", idx + 1,
+                            "a '# Title' before steps")
     groups: list[tuple[int, str, list[tuple[int, int, str]]]] = []
     for head in heads:
         if head[1] == 1:
@@ -208,18 +204,18 @@ def parse(doc: str, lim: limits.Limits = limits.DEFAULT) -> list[ProtocolDraft]:
         _check_heading(title, start + 1, "title", lim.title_chars)
         if len(steps) > lim.steps:
             at = steps[lim.steps][0] + 1
-            raise _refuse(DOCUMENT_TOO_LARGE,
-                          f"Protocol '{title[:80]}' has {len(steps)} steps; the limit is "
-                          f"{lim.steps} (step {lim.steps + 1} is on line {at}).", at,
-                          f"at most {lim.steps} steps per protocol")
+            raise MarkdownError(DOCUMENT_TOO_LARGE,
+                                f"Protocol '{title[:80]}' has {len(steps)} steps; the limit is "
+                                f"{lim.steps} (step {lim.steps + 1} is on line {at}).", at,
+                                f"at most {lim.steps} steps per protocol")
         first_step = steps[0][0] if steps else end
         intro = _trim(lines[start + 1 : first_step])
         drafts: list[StepDraft] = []
         if not steps:
             body = lines[start + 1 : end]
             if not "".join(body).strip():
-                raise _refuse(NO_HEADING, f"Protocol '{title}' on line {start + 1} has no "
-                              "steps: add '## Step' headings or a body.", start + 1)
+                raise MarkdownError(NO_HEADING, f"Protocol '{title}' on line {start + 1} has no "
+                                    "steps: add '## Step' headings or a body.", start + 1)
             challenge = read_challenge((start + 1, end), shape, lines, lim.json_depth)
             drafts.append(StepDraft(title, _body(body), challenge))
             intro = ""

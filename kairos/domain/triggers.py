@@ -25,6 +25,7 @@ import itertools
 import json
 import re
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 import yaml
@@ -43,9 +44,7 @@ def _h1(line: str) -> bool:
     return len(line) - len(stripped) <= 3 and stripped.startswith("# ")
 
 
-def _refuse(message: str, line: int, expected: str) -> MarkdownError:
-    return MarkdownError(INVALID_INPUT, message, field="markdown_doc", expected=expected,
-                         line=line)
+_refuse = partial(MarkdownError, INVALID_INPUT)
 
 
 def clean_triggers(value: Any, line: int = 1) -> tuple[str, ...]:
