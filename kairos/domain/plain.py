@@ -12,16 +12,19 @@ from .doctext import _POW_LINE, drop_json_blocks
 PLAIN_LIMIT = 4000
 _BLANKS = re.compile(r"\n{3,}")
 
-_FENCE_LINE = re.compile(r"^\s*(```|~~~)[^\n]*$", re.MULTILINE)
-_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+", re.MULTILINE)
-_QUOTE = re.compile(r"^\s{0,3}>\s?", re.MULTILINE)
-_BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+", re.MULTILINE)
-_RULE = re.compile(r"^\s{0,3}(?:[-*_]\s*){3,}$", re.MULTILINE)
-_IMAGE = re.compile(r"!\[([^\[\]\n]*)\]\([^()\n]*\)")
-_LINK = re.compile(r"\[([^\[\]\n]*)\]\([^()\n]*\)")
+# What ``plain_text`` takes out, in order: each pattern and what is left of a match.
+_MARKS = (
+    (re.compile(r"^\s*(```|~~~)[^\n]*$", re.MULTILINE), " "),  # fences
+    (re.compile(r"^\s*\|?(?:\s*:?-{3,}:?\s*\|)+\s*:?-*:?\s*$", re.MULTILINE), " "),  # table rules
+    (re.compile(r"^\s{0,3}(?:[-*_]\s*){3,}$", re.MULTILINE), " "),  # horizontal rules
+    (re.compile(r"^\s{0,3}#{1,6}\s+", re.MULTILINE), ""),  # headings
+    (re.compile(r"^\s{0,3}>\s?", re.MULTILINE), ""),  # quotes
+    (re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+", re.MULTILINE), ""),  # list items
+    (re.compile(r"!\[([^\[\]\n]*)\]\([^()\n]*\)"), r"\1"),  # images
+    (re.compile(r"\[([^\[\]\n]*)\]\([^()\n]*\)"), r"\1"),  # links
+)
 _EMPHASIS = re.compile(r"(\*\*|__|\*|_|~~|`)(?=\S)(.+?)(?<=\S)\1")
 _TABLE_BAR = re.compile(r"\s*\|\s*")
-_TABLE_RULE = re.compile(r"^\s*\|?(?:\s*:?-{3,}:?\s*\|)+\s*:?-*:?\s*$", re.MULTILINE)
 _SPACE = re.compile(r"\s+")
 
 
@@ -36,14 +39,9 @@ def plain_text(markdown: str, limit: int = PLAIN_LIMIT) -> str:
     """The start of ``markdown`` (``limit`` characters) as one line of plain text:
     headings, emphasis, links, lists, quotes, tables and fences lose their marks and keep
     their words."""
-    text = _FENCE_LINE.sub(" ", markdown[:limit])
-    text = _TABLE_RULE.sub(" ", text)
-    text = _RULE.sub(" ", text)
-    text = _HEADING.sub("", text)
-    text = _QUOTE.sub("", text)
-    text = _BULLET.sub("", text)
-    text = _IMAGE.sub(r"\1", text)
-    text = _LINK.sub(r"\1", text)
+    text = markdown[:limit]
+    for pattern, kept in _MARKS:
+        text = pattern.sub(kept, text)
     for _ in range(3):  # nested emphasis (**bold _and italic_**) loses one level a pass
         text = _EMPHASIS.sub(r"\2", text)
     text = _TABLE_BAR.sub(" ", text)
