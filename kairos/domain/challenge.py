@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,18 +42,14 @@ def default_challenge() -> Challenge:
     return make_challenge("comment", {"min_length": texts.DEFAULT_COMMENT_MIN_LENGTH})
 
 
-def describe(kind: str, params: dict[str, Any]) -> str:
-    if kind == "shell":
-        return f"Execute shell command: {params['cmd']}"
-    if kind == "mcp":
-        return f"Call MCP tool: {params['tool_name']}"
-    if kind == "user_input":
-        return f"User confirmation: {params['prompt']}"
-    return f"Provide a verification comment (minimum {params['min_length']} characters)"
+#: A challenge's description when its step gives none, from its parameters.
+_DESCRIPTIONS = {"shell": "Execute shell command: {cmd}", "mcp": "Call MCP tool: {tool_name}",
+                 "user_input": "User confirmation: {prompt}",
+                 "comment": "Provide a verification comment (minimum {min_length} characters)"}
 
 
 def make_challenge(kind: str, params: dict[str, Any], description: str | None = None) -> Challenge:
-    return Challenge(kind, params, description or describe(kind, params))
+    return Challenge(kind, params, description or _DESCRIPTIONS[kind].format_map(params))
 
 
 def _missing(message: str, field: str, line: int | None, expected: str | None = None
@@ -252,8 +249,13 @@ class Refusal:
     message: str
 
 
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
+#: What an answer's body of each type must hold: the field, its JSON type, the check.
+_REQUIRED: dict[str, tuple[str, str, Callable[[Any], bool]]] = {
+    "shell": ("exit_code", "integer", lambda v: isinstance(v, int) and not isinstance(v, bool)),
+    "mcp": ("success", "boolean", lambda v: isinstance(v, bool)),
+    "user_input": ("confirmation", "string", lambda v: isinstance(v, str | bool)),
+    "comment": ("text", "string", lambda v: isinstance(v, str)),
+}
 
 
 def check_shape(challenge: Challenge, solution: Any, nonce: str, proof_hash: str) -> Refusal | None:
@@ -282,16 +284,8 @@ def check_shape(challenge: Challenge, solution: Any, nonce: str, proof_hash: str
     if not isinstance(body, dict):
         return Refusal(texts.MISSING_FIELD,
                        f"Missing required field: solution.{kind} (object).")
-    required: dict[str, tuple[str, Any]] = {
-        "shell": ("exit_code", _is_int),
-        "mcp": ("success", lambda v: isinstance(v, bool)),
-        "user_input": ("confirmation", lambda v: isinstance(v, str | bool)),
-        "comment": ("text", lambda v: isinstance(v, str)),
-    }
-    field, valid = required[kind]
+    field, expected, valid = _REQUIRED[kind]
     if field not in body or not valid(body[field]):
-        expected = {"exit_code": "integer", "success": "boolean",
-                    "confirmation": "string", "text": "string"}[field]
         return Refusal(texts.MISSING_FIELD,
                        f"Missing required field: solution.{kind}.{field} ({expected}).")
     return None
