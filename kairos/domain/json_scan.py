@@ -11,9 +11,7 @@ without escapes (most of any body) costs a byte search and little more.
 
 from __future__ import annotations
 
-import functools
 import re
-from typing import Any
 
 from .errors import ValidationError
 
@@ -27,25 +25,12 @@ it runs, far more than their bytes)."""
 PIECE = 1 << 15
 """Bytes scanned per step."""
 
-
-def _table(**marks: bytes) -> bytes:
-    """A 256-byte translation table: each byte of a mark's value becomes the mark's first
-    byte, every other byte a space."""
-    table = bytearray(b" " * 256)
-    for mark, chars in marks.items():
-        for c in chars:
-            table[c] = ord(mark[0])
-    return bytes(table)
-
-
 _NOT_BRACKET = bytes(b for b in range(256) if b not in b"[]{}")
-#: What each bracket does to the depth, by its byte.
-_STEP = [0] * 256
-_STEP[ord("[")] = _STEP[ord("{")] = 1
-_STEP[ord("]")] = _STEP[ord("}")] = -1
+#: What each bracket does to the depth, as a byte read as a signed integer (0xff is -1).
+_STEP = bytes.maketrans(b"[{]}", b"\x01\x01\xff\xff")
 _QUOTED = re.compile(rb'"[^"]*"')  # tried at quotes only: an unclosed one fails once, at the end
 #: Numbers by their shape: digits as 0, exponent letters as e, signs as +.
-NUMBER_SHAPE = _table(**{"0": b"0123456789", "e": b"eE", "+": b"+-"})
+NUMBER_SHAPE = bytes.maketrans(b"0123456789eE+-", b"0000000000ee++")
 #: In JSON text the only way to spell a NUL or a surrogate is a \\u escape.
 _BAD_ESCAPE = re.compile(rb"\\u(?:0000|[dD][89a-fA-F][0-9a-fA-F]{2})")
 _ESCAPE = len("\\u0000") - 1  # text kept from one piece to the next: an escape less one byte
@@ -150,21 +135,14 @@ class JsonScan:
             return  # already past it: counting further changes nothing
         import numpy as np  # here: a start that checks no body (``kairos mcp``) needs none
 
-        levels = _steps()[np.frombuffer(brackets, dtype=np.uint8)].cumsum() + self.depth
+        steps = np.frombuffer(brackets.translate(_STEP), dtype=np.int8)
+        levels = steps.cumsum(dtype=np.int64) + self.depth
         self.depth, self.deepest = int(levels[-1]), max(self.deepest, int(levels.max()))
         self.unbalanced = self.unbalanced or int(levels.min()) < 0
         if limit is not None and self.deepest > limit and self.checks:
             raise ValidationError(self.field, f"JSON nested at most {limit} levels deep",
                                   message=f"{self.field} nests JSON more than {limit} "
                                           "levels deep.")
-
-
-@functools.cache
-def _steps() -> Any:
-    """``_STEP`` as an array, made once."""
-    import numpy as np
-
-    return np.asarray(_STEP, dtype=np.int64)
 
 
 __all__ = ["JSON_VALUES", "NUMBER_DIGITS", "PIECE", "JsonScan"]
