@@ -65,6 +65,13 @@ class StepRef(TypedDict):
     label: str
 
 
+class ProtocolHead(TypedDict):
+    """A protocol as a view names it: the URI of its step 1 and its title."""
+
+    uri: str
+    chain_label: str
+
+
 class Duplicate(TypedDict):
     """A record similar to the one written (``score`` 0–1); a protocol's names its step 1
     (``uri``, ``chain_label``), an entry's its ``entity_id``, ``entity_type`` and
@@ -107,9 +114,7 @@ class MintResult(TypedDict):
     total: int
 
 
-class StepDump(TypedDict):
-    uri: str
-    label: str
+class StepDump(StepRef):
     chain_label: str
     protocol_uri: str
     position: int
@@ -124,9 +129,7 @@ class StepDump(TypedDict):
 AuthorTriggers = Annotated[list[str], Field(description="Author triggers (the front matter's).")]
 
 
-class ProtocolDump(TypedDict):
-    uri: str
-    chain_label: str
+class ProtocolDump(ProtocolHead):
     tags: list[str]
     step_count: int
     steps: list[StepRef]
@@ -203,9 +206,7 @@ class LearnedTrigger(TypedDict):
     last_seen: str
 
 
-class TriggerList(TypedDict):
-    uri: str
-    chain_label: str
+class TriggerList(ProtocolHead):
     triggers: AuthorTriggers
     learned: list[LearnedTrigger]
     learned_limit: Annotated[int, Field(description="Learned triggers kept at most; the "
@@ -352,6 +353,6 @@ __all__ = ["AttestResult", "Category", "CategoryList", "Choice", "CurrentStep", 
            "DraftCheck", "Duplicate", "DuplicateCheck", "EntriesRead", "Entry", "EntryKind",
            "EntryWritten", "ErrorBody", "Explained", "ExportLine", "Health", "Imported",
            "ItemResult", "LearnedTrigger", "MintResult", "Minted", "Outcome", "Problem",
-           "ProtocolDump", "Reindexed", "SearchResult", "SessionInfo", "StepDump", "StepRef",
-           "StepResult", "TriggerList", "UnifiedResult", "UpdateResult", "Validation",
-           "is_attested"]
+           "ProtocolDump", "ProtocolHead", "Reindexed", "SearchResult", "SessionInfo",
+           "StepDump", "StepRef", "StepResult", "TriggerList", "UnifiedResult", "UpdateResult",
+           "Validation", "is_attested"]

@@ -14,7 +14,7 @@ from . import markdown
 from .bundle_format import content_hash
 from .challenge import from_issued
 from .requests import ProtocolRef, VersionNumber
-from .responses import ProtocolDump, StepDump
+from .responses import ProtocolDump, ProtocolHead, StepDump
 from .run_data import ProtocolData
 from .texts import MIME_MARKDOWN
 
@@ -44,9 +44,7 @@ class VersionItem(TypedDict):
     failures: int
 
 
-class VersionList(TypedDict):
-    uri: str
-    chain_label: str
+class VersionList(ProtocolHead):
     current_version: int
     versions: list[VersionItem]
 
@@ -56,9 +54,7 @@ class DiffLine(TypedDict):
     text: str
 
 
-class VersionsDiff(TypedDict):
-    uri: str
-    chain_label: str
+class VersionsDiff(ProtocolHead):
     from_version: int
     to_version: int
     from_hash: str

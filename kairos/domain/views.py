@@ -14,6 +14,7 @@ from pydantic import Field
 from typing_extensions import TypedDict
 
 from .engine import RunStatus
+from .responses import ProtocolHead
 
 
 class Stats(TypedDict):
@@ -105,9 +106,7 @@ class OverviewStep(TypedDict):
     challenge: dict[str, Any]
 
 
-class ProtocolOverview(TypedDict):
-    uri: str
-    chain_label: str
+class ProtocolOverview(ProtocolHead):
     intro: str
     tags: list[str]
     builtin: bool
@@ -128,9 +127,7 @@ class QualityPoint(TypedDict):
     cumulative_success_rate: float | None
 
 
-class Quality(TypedDict):
-    uri: str
-    chain_label: str
+class Quality(ProtocolHead):
     bucket: Literal["day"]
     series: list[QualityPoint]
 
