@@ -199,8 +199,7 @@ def parse(doc: str, lim: limits.Limits = limits.DEFAULT) -> list[ProtocolDraft]:
             groups[-1][2].append(head)
     protocols: list[ProtocolDraft] = []
     bounds = [g[0] for g in groups] + [len(lines)]
-    for gi, (start, title, steps) in enumerate(groups):
-        end = bounds[gi + 1]
+    for (start, title, steps), end in zip(groups, bounds[1:], strict=True):
         _check_heading(title, start + 1, "title", lim.title_chars)
         if len(steps) > lim.steps:
             at = steps[lim.steps][0] + 1
@@ -208,25 +207,19 @@ def parse(doc: str, lim: limits.Limits = limits.DEFAULT) -> list[ProtocolDraft]:
                                 f"Protocol '{title[:80]}' has {len(steps)} steps; the limit is "
                                 f"{lim.steps} (step {lim.steps + 1} is on line {at}).", at,
                                 f"at most {lim.steps} steps per protocol")
-        first_step = steps[0][0] if steps else end
-        intro = _trim(lines[start + 1 : first_step])
+        if not steps and not "".join(lines[start + 1 : end]).strip():
+            raise MarkdownError(NO_HEADING, f"Protocol '{title}' on line {start + 1} has no "
+                                "steps: add '## Step' headings or a body.", start + 1)
+        # (label, heading line) of each step; without step headings, the title and its body
+        sections = [(clean_label(text), at) for at, _, text in steps] or [(title, start)]
+        stops = [at for _, at in sections[1:]] + [end]
         drafts: list[StepDraft] = []
-        if not steps:
-            body = lines[start + 1 : end]
-            if not "".join(body).strip():
-                raise MarkdownError(NO_HEADING, f"Protocol '{title}' on line {start + 1} has no "
-                                    "steps: add '## Step' headings or a body.", start + 1)
-            challenge = read_challenge((start + 1, end), shape, lines, lim.json_depth)
-            drafts.append(StepDraft(title, _body(body), challenge))
-            intro = ""
-        step_bounds = [s[0] for s in steps] + [end]
-        for si, (hidx, _, text) in enumerate(steps):
-            label = clean_label(text)
-            _check_heading(label, hidx + 1, "step label", lim.label_chars)
-            challenge = read_challenge((hidx + 1, step_bounds[si + 1]), shape, lines,
-                                       lim.json_depth)
-            drafts.append(StepDraft(label, _body(lines[hidx + 1 : step_bounds[si + 1]]),
-                                    challenge))
+        for (label, at), stop in zip(sections, stops, strict=True):
+            if steps:
+                _check_heading(label, at + 1, "step label", lim.label_chars)
+            challenge = read_challenge((at + 1, stop), shape, lines, lim.json_depth)
+            drafts.append(StepDraft(label, _body(lines[at + 1 : stop]), challenge))
+        intro = _trim(lines[start + 1 : steps[0][0]]) if steps else ""
         protocols.append(ProtocolDraft(title, tuple(drafts), intro, start + 1,
                                        triggers_at.get(start, ())))
     return protocols
