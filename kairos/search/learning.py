@@ -153,9 +153,7 @@ class Learning:
                     text=text, text_key=key, runs=1, vector=vector, model_id=model_id,
                     created_at=now, last_seen=now)
 
-    # --- reading and forgetting ------------------------------------------------------------
-
-    listing = staticmethod(learned.listing)
+    # --- forgetting -----------------------------------------------------------------------
 
     def forget(self, repo: Repo, protocol_id: str, trigger_ids: Sequence[str]) -> int:
         """Remove learned triggers of a protocol (all of them when ``trigger_ids`` is

@@ -118,7 +118,7 @@ class EntryService(EntrySearch):
         row = {"id": new_id(), "space": caller.space, "created_at": stamp,
                "updated_at": stamp, **values}
         spec = entry_doc(kind, row)
-        vectors = self.search.embed_docs([spec])
+        vectors = self.search.indexing.embed_docs([spec])
         return self._store_new(kind, row, values, spec, vectors, caller)
 
     @in_turn
@@ -126,13 +126,13 @@ class EntryService(EntrySearch):
                    spec: DocSpec, vectors: np.ndarray | None, caller: Caller
                    ) -> responses.EntryWritten:
         for _ in range(GUARD_ATTEMPTS):
-            seen = self.search.version(caller.space, kind)
+            seen = self.search.duplicates.version(caller.space, kind)
             check = self._duplicates(kind, caller.space, values, None, vectors)
             with self.store.write() as repo:
-                if not self.search.guard(repo, caller.space, kind, seen):
+                if not self.search.duplicates.guard(repo, caller.space, kind, seen):
                     continue
                 repo.insert_entry(kind, **row)
-                self.search.index(repo, [spec], vectors)
+                self.search.indexing.index(repo, [spec], vectors)
             return {"status": "stored", "entity_id": row["id"], "entity_type": kind,
                     "entry": self._public(kind, row, None), **check}
         raise ConflictError(CONFLICT, "Other writers kept changing this space; retry.",
@@ -152,16 +152,16 @@ class EntryService(EntrySearch):
             stamp = now()
             row = {**current, **values, "updated_at": stamp}
             spec = entry_doc(kind, row)
-            vectors = self.search.embed_docs([spec])
-            seen = self.search.version(caller.space, kind)
+            vectors = self.search.indexing.embed_docs([spec])
+            seen = self.search.duplicates.version(caller.space, kind)
             check = self._duplicates(kind, caller.space, values, entity_id, vectors)
             with self.store.write() as repo:
-                if not self.search.guard(repo, caller.space, kind, seen):
+                if not self.search.duplicates.guard(repo, caller.space, kind, seen):
                     continue
                 if not repo.update_entry(kind, entity_id, current["updated_at"],
                                          updated_at=stamp, **values):
                     continue  # changed since it was read: apply the updates to the new one
-                self.search.index(repo, [spec], vectors)
+                self.search.indexing.index(repo, [spec], vectors)
             return {"status": "updated", "entity_id": entity_id, "entity_type": kind,
                     "entry": self._public(kind, row, None), **check}
         raise ConflictError(CONFLICT, "The entry kept changing; retry.", field="entity_id")
@@ -181,7 +181,7 @@ class EntryService(EntrySearch):
         """The advisory duplicate check (a read, before the write): ≥ 0.85 → review_first,
         0.50–0.84 → listed as FYI."""
         body = values.get("playbook") or values.get("content") or ""
-        return self.search.duplicate_check(kind, space, values["title"], body, exclude,
+        return self.search.duplicates.check(kind, space, values["title"], body, exclude,
                                            query_vector=None if vectors is None
                                            else vectors[DUPLICATE_SEQ])
 

@@ -48,9 +48,9 @@ class EntrySearch:
         # Every record that can reach the threshold is scored: totals and pages are exact.
         floor = req.min_score if req.min_score is not None else min(MIN_SCORE_TEXT,
                                                                      MIN_SCORE_VECTOR)
-        ranked = self.search.rank(query, space=caller.space, kinds=types, filters=filters,
-                                  exclude=viewed if hide else None,
-                                  boosts="protocol" in types, floor=floor)
+        ranked = self.search.candidates.rank(query, space=caller.space, kinds=types,
+                                             filters=filters, exclude=viewed if hide else None,
+                                             boosts="protocol" in types, floor=floor)
         min_score = req.min_score
         if min_score is None:
             min_score = MIN_SCORE_TEXT if ranked.degraded else MIN_SCORE_VECTOR
@@ -89,9 +89,8 @@ class EntrySearch:
             "provider_hint": hint,
         }
         if req.explain:
-            result["explain"] = explain(
-                self.store, ranked, query, threshold=min_score, limit=limit,
-                model_id=self.search.embedder.model_id if self.search.embedder.ready else None)
+            result["explain"] = explain(self.store, ranked, query, threshold=min_score,
+                                        limit=limit, model_id=self.search.embedder.model_id)
         return result
 
     def _results(self, page: list[tuple[float, Hit, bool]], ranked: Any, hint: str | None, *,

@@ -23,7 +23,8 @@ class ProtocolFinder:
                       notice: bool = False) -> SearchResult:
         text = req.query.strip()
         top_n = req.limit or SEARCH_DEFAULT
-        ranked = self.search.rank(text, space=caller.space, kinds=("protocol",), boosts=True)
+        ranked = self.search.candidates.rank(text, space=caller.space, kinds=("protocol",),
+                                             boosts=True)
         self.search.learning.note(caller.space, caller.id, text, ranked)
         hits = [h for h in ranked.hits if h.score >= self.threshold][:top_n]
         with self.store.read() as repo:
@@ -44,7 +45,7 @@ class ProtocolFinder:
 
     def explain(self, req: Search, caller: Caller) -> Explained:
         text = req.query.strip()
-        ranked = self.search.rank(text, space=caller.space, kinds=("protocol",), boosts=True)
-        model_id = self.search.embedder.model_id if self.search.embedder.ready else None
+        ranked = self.search.candidates.rank(text, space=caller.space, kinds=("protocol",),
+                                             boosts=True)
         return explain(self.store, ranked, text, threshold=self.threshold,
-                       limit=req.limit or SEARCH_DEFAULT, model_id=model_id)
+                       limit=req.limit or SEARCH_DEFAULT, model_id=self.search.embedder.model_id)

@@ -326,12 +326,12 @@ def import_lines(kairos: Kairos, lines: Iterable[bytes | str], caller: Caller) -
         plan = Plan(repo, checked, drafts, space)
     specs = plan.specs()
     engine_ = kairos.search_engine
-    vectors = engine_.embed_each(specs) if specs else []
+    vectors = engine_.indexing.embed_each(specs) if specs else []
     try:
         with kairos.store.write() as repo:
             inserted = plan.write(repo)
             for spec, vector in zip(specs, vectors, strict=True):
-                engine_.index(repo, [spec], vector)
+                engine_.indexing.index(repo, [spec], vector)
     except Refused:
         raise ConflictError(CONFLICT, f"Space '{space}' changed while importing (another "
                             "writer stored a record this file holds); nothing was imported. "

@@ -102,13 +102,13 @@ class Minter:
         before the write, and the write guard (``search.duplicates``) sends a mint back
         to check again should a writer that did not wait its turn have committed since."""
         for _ in range(GUARD_ATTEMPTS):
-            seen = self.search.version(caller.space, "protocol")
+            seen = self.search.duplicates.version(caller.space, "protocol")
             checks = [self._check(d, p, caller.space, force_update)
                       for d, p in zip(drafts, prepared, strict=True)]
             items: list[responses.Minted] = []
             try:
                 with self.store.write() as repo:
-                    if not self.search.guard(repo, caller.space, "protocol", seen):
+                    if not self.search.duplicates.guard(repo, caller.space, "protocol", seen):
                         raise _Stale
                     for draft, indexed, check in zip(drafts, prepared, checks, strict=True):
                         items.append(self._store_draft(repo, draft, caller.space,
@@ -133,7 +133,7 @@ class Minter:
         named by its step 1 (``uri``) and title (``chain_label``)."""
         existing = repo.protocol_by_title(space, title_key(draft.title))
         spec, vectors = indexed
-        check = self.search.duplicate_check(
+        check = self.search.duplicates.check(
             "protocol", space, spec.title, spec.body,
             existing["id"] if existing is not None else None,
             query_vector=None if vectors is None else vectors[DUPLICATE_SEQ])
@@ -163,7 +163,7 @@ class Minter:
         """Every draft's search document and vectors, from one call to the model, made
         before the write transaction so that no writer waits on the model."""
         specs = [protocol_doc("", space, d, "") for d in drafts]
-        return list(zip(specs, self.search.embed_each(specs), strict=True))
+        return list(zip(specs, self.search.indexing.embed_each(specs), strict=True))
 
     def _store_draft(self, repo: Repo, draft: markdown.ProtocolDraft, space: str,
                      llm_model_id: str | None, force_update: bool, *,
@@ -207,7 +207,8 @@ class Minter:
             repo.create_metrics(pid, space, [r["id"] for r in new_rows])
         if indexed is not None:
             spec, vectors = indexed
-            self.search.index(repo, [replace(spec, entity_id=pid, updated_at=stamp)], vectors)
+            self.search.indexing.index(repo, [replace(spec, entity_id=pid, updated_at=stamp)],
+                                       vectors)
         minted: responses.Minted = {
             "uri": to_uri(new_rows[0]["id"]),
             "chain_label": draft.title,
@@ -270,9 +271,7 @@ class Minter:
 
     def _check_draft(self, repo: Repo, draft: markdown.ProtocolDraft,
                      space: str) -> responses.DraftCheck:
-        spec = protocol_doc("", space, draft, now())
-        existing, check = self._similar(repo, draft, (spec, self.search.embed_docs([spec])),
-                                        space)
+        existing, check = self._similar(repo, draft, self._prepare([draft], space)[0], space)
         existing_uri = None if existing is None else self._first_uri(repo, existing["id"])
         for dup in check["duplicates"]:
             dup["blocks_mint"] = dup["score"] >= SIMILAR_THRESHOLD
