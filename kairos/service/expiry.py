@@ -33,10 +33,6 @@ SWEEP_EVERY = 60.0  # seconds between two sweeps of a serving process
 log = logging.getLogger("kairos.expiry")
 
 
-def _stamp(moment: datetime) -> str:
-    return moment.isoformat(timespec="microseconds")
-
-
 def idle_message(minutes: int) -> str:
     return f"Abandoned: no answer for {minutes} minutes."
 
@@ -54,12 +50,12 @@ class RunExpiry:
         if self.minutes <= 0:
             return 0
         moment = at or datetime.now(UTC)
-        cutoff = _stamp(moment - timedelta(minutes=self.minutes))
+        cutoff = now(moment - timedelta(minutes=self.minutes))
         with self.store.write() as repo:
             if not expiry_queries.try_sweep_lock(repo):
                 return 0
             return expiry_queries.abandon(
-                repo, status=engine.ABANDONED, active=engine.ACTIVE, stamp=_stamp(moment),
+                repo, status=engine.ABANDONED, active=engine.ACTIVE, stamp=now(moment),
                 message=idle_message(self.minutes), idle_before=cutoff)
 
     def abandon(self, run_id: str, reason: str) -> bool:
