@@ -127,14 +127,12 @@ class Learning:
             chosen.append((lead, key))
             if len(chosen) == LEARN_PER_RUN:
                 break
-        taught: list[str] = []
         for lead, key in reversed(chosen):  # so that the most recent is the last used
             self._remember(repo, protocol, lead.query, key, lead.vector, lead.model_id)
-            taught.append(lead.query)
-        if taught:
+        if chosen:
             learned.keep_recent(conn, protocol["id"], limits.LEARNED_TRIGGERS)
             self.sync(repo, protocol["id"])
-        return taught
+        return [lead.query for lead, _ in reversed(chosen)]
 
     @staticmethod
     def _remember(repo: Repo, protocol: Any, text: str, key: str, vector: bytes | None,
