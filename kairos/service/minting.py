@@ -177,15 +177,12 @@ class Minter:
                     else repo.protocol_by_title(space, key))
         updated = existing is not None
         if existing is not None and not force_update:
-            old = repo.steps_of(existing["id"])
+            uri = self._first_uri(repo, existing["id"])
             raise ConflictError(
                 errors.DUPLICATE_CHAIN,
                 f"A protocol titled '{draft.title}' already exists in space '{space}' "
-                f"({to_uri(old[0]['id']) if old else existing['id']}). "
-                "Pass force_update=true to replace it.",
-                field="markdown_doc", line=draft.line,
-                details={"uri": to_uri(old[0]["id"]) if old else None},
-            )
+                f"({uri or existing['id']}). Pass force_update=true to replace it.",
+                field="markdown_doc", line=draft.line, details={"uri": uri})
         values = {"title": draft.title, "title_key": key, "intro": draft.intro,
                   "tags": draft.tags, "triggers": list(draft.triggers), "updated_at": stamp,
                   "llm_model_id": llm_model_id, "source_hash": source_hash}
