@@ -40,13 +40,6 @@ class _Stale(Exception):
     """The write guard saw another checked write since the check: check again."""
 
 
-def _step_row(step_id: str, protocol_id: str, space: str, position: int,
-              draft: markdown.StepDraft, stamp: str) -> dict[str, Any]:
-    return {"id": step_id, "protocol_id": protocol_id, "space": space, "position": position,
-            "label": draft.label, "content": draft.content,
-            "challenge": draft.challenge.to_dict(), "updated_at": stamp}
-
-
 class Minter:
     def __init__(self, store: Store, search: SearchService, protocols: ProtocolService
                  ) -> None:
@@ -196,7 +189,10 @@ class Minter:
             repo.update_protocol(pid, **values)
             old_steps = repo.steps_of(pid)
         ids = step_ids or self._reuse_ids(old_steps, draft)
-        new_rows = [_step_row(ids[i], pid, space, i, s, stamp) for i, s in enumerate(draft.steps)]
+        new_rows: list[dict[str, Any]] = [
+            {"id": ids[i], "protocol_id": pid, "space": space, "position": i, "label": s.label,
+             "content": s.content, "challenge": s.challenge.to_dict(), "updated_at": stamp}
+            for i, s in enumerate(draft.steps)]
         repo.delete_steps(r["id"] for r in old_steps)
         repo.insert_steps(new_rows)
         record_version(repo, existing, pid, space, draft, new_rows, stamp)
