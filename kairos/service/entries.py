@@ -29,7 +29,9 @@ from .entry_search import BODY, EntrySearch, known_fields, session_key
 from .turns import GUARD_ATTEMPTS, in_turn
 
 
-def _text(value: Any, field: str, *, required: bool, limit: int) -> str | None:
+def _text(fields: dict[str, Any], field: str, limit: int, *, required: bool = False
+          ) -> str | None:
+    value = fields.get(field)
     blank = value is None or (isinstance(value, str) and not value.strip())
     if blank and not required:
         return None
@@ -59,25 +61,20 @@ def validated_entry(kind: Any, data: dict[str, Any], categories: set[str],
                                       f"{', '.join(sorted(categories))}.")
     out: dict[str, Any] = {
         "category": category,
-        "title": _text(merged.get("title"), "title", required=True,
-                       limit=limits.ENTRY_TITLE_CHARS),
-        "author": _text(merged.get("author"), "author", required=False,
-                        limit=limits.AUTHOR_CHARS),
+        "title": _text(merged, "title", limits.ENTRY_TITLE_CHARS, required=True),
+        "author": _text(merged, "author", limits.AUTHOR_CHARS),
     }
     if kind == "experience":
         section = merged.get("section") or "useful"
         if section not in SECTIONS:
             raise ValidationError("section", "'useful', 'harmful' or 'contextual'")
         out["section"] = section
-        out["playbook"] = _text(merged.get("playbook"), "playbook", required=True,
-                                limit=limits.PLAYBOOK_CHARS)
-        out["context"] = _text(merged.get("context"), "context",
-                               required=section == "contextual", limit=limits.PLAYBOOK_CHARS)
+        out["playbook"] = _text(merged, "playbook", limits.PLAYBOOK_CHARS, required=True)
+        out["context"] = _text(merged, "context", limits.PLAYBOOK_CHARS,
+                               required=section == "contextual")
     else:
-        out["content"] = _text(merged.get("content"), "content", required=True,
-                               limit=limits.CONTENT_CHARS)
-        out["summary"] = _text(merged.get("summary"), "summary", required=False,
-                               limit=limits.PLAYBOOK_CHARS)
+        out["content"] = _text(merged, "content", limits.CONTENT_CHARS, required=True)
+        out["summary"] = _text(merged, "summary", limits.PLAYBOOK_CHARS)
     return out
 
 
