@@ -36,10 +36,6 @@ BUILTINS = {
 }
 
 
-class _Stale(Exception):
-    """The write guard saw another checked write since the check: check again."""
-
-
 class Minter:
     def __init__(self, store: Store, search: SearchService, protocols: ProtocolService
                  ) -> None:
@@ -102,13 +98,11 @@ class Minter:
             try:
                 with self.store.write() as repo:
                     if not self.search.duplicates.guard(repo, caller.space, "protocol", seen):
-                        raise _Stale
+                        continue  # another checked write came since the check: check again
                     for draft, indexed, check in zip(drafts, prepared, checks, strict=True):
                         items.append(self._store_draft(repo, draft, caller.space,
                                                        llm_model_id, force_update,
                                                        indexed=indexed, check=check))
-            except _Stale:
-                continue
             except Clash:
                 # Another writer stored the same title between our check and our insert.
                 raise ConflictError(errors.DUPLICATE_CHAIN,
