@@ -74,7 +74,7 @@ class Indexer:
                  model_id: str) -> None:
         """A document's vectors: its texts', then, for a protocol, its learned triggers'
         (``learning``), which no rewrite of the protocol drops."""
-        roles = list(doc.vector_roles())
+        roles = list(doc.roles or ("doc",) * len(doc.vector_texts))
         found = (learned.vectors(repo.conn, doc.entity_id, model_id)
                  if doc.kind == "protocol" and doc.entity_id else [])
         if found:
