@@ -33,10 +33,6 @@ SWEEP_EVERY = 60.0  # seconds between two sweeps of a serving process
 log = logging.getLogger("kairos.expiry")
 
 
-def idle_message(minutes: int) -> str:
-    return f"Abandoned: no answer for {minutes} minutes."
-
-
 class RunExpiry:
     def __init__(self, store: Store, minutes: int) -> None:
         self.store = store
@@ -56,7 +52,7 @@ class RunExpiry:
                 return 0
             return expiry_queries.abandon(
                 repo, status=engine.ABANDONED, active=engine.ACTIVE, stamp=now(moment),
-                message=idle_message(self.minutes), idle_before=cutoff)
+                message=f"Abandoned: no answer for {self.minutes} minutes.", idle_before=cutoff)
 
     def abandon(self, run_id: str, reason: str) -> bool:
         """Record one active run as abandoned now (nobody is left to answer it); False
@@ -89,4 +85,4 @@ class RunExpiry:
             self._thread.join(timeout)
 
 
-__all__ = ["SWEEP_EVERY", "RunExpiry", "idle_message"]
+__all__ = ["SWEEP_EVERY", "RunExpiry"]
