@@ -37,10 +37,8 @@ class ProtocolFinder:
             # The response has no place for the provider: on request (the MCP tool, the
             # command line), the unified search's fields (contract §5) say that text
             # alone served it.
-            response["degraded"] = True
-            response["search_mode"] = ranked.mode
-            response["provider"] = self.search.embedder.name
-            response["provider_hint"] = ranked.hint
+            response.update({"degraded": True, "search_mode": ranked.mode,
+                             "provider": self.search.embedder.name, "provider_hint": ranked.hint})
         return response
 
     def explain(self, req: Search, caller: Caller) -> Explained:
