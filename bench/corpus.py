@@ -288,14 +288,14 @@ def build(kind: str, items: list[Item], sizes: Sequence[int], root: Path,
                 lat, model = [], []
                 first_live = max(len(uris), size - sample)
                 embedder.live = False
-                k.search_engine.duplicate_check = _no_duplicate_check  # type: ignore
+                k.search_engine.duplicates.check = _no_duplicate_check  # type: ignore
                 for i in range(len(uris), first_live, 64):
                     chunk = list(range(i, min(i + 64, first_live)))
                     uris.update(zip(write(k, [items[j] for j in chunk]), chunk, strict=True))
                     progress.advance(task, len(chunk))
                 # The measured mints: live model, duplicate check, in bulk-mint batches.
                 embedder.live = True
-                k.search_engine.__dict__.pop("duplicate_check", None)
+                k.search_engine.duplicates.__dict__.pop("check", None)
                 for i in range(first_live, size, batch):
                     chunk = list(range(i, min(i + batch, size)))
                     embedder.spent = 0.0
@@ -307,7 +307,7 @@ def build(kind: str, items: list[Item], sizes: Sequence[int], root: Path,
                     progress.update(task, rate=f"measured {len(lat) / sum(lat):.1f}/s")
                     progress.advance(task, len(chunk))
                 embedder.live = False
-                k.search_engine.backfill()  # creates the HNSW index on PostgreSQL
+                k.search_engine.background.backfill()  # creates the HNSW index on PostgreSQL
                 if lat:
                     measured[size] = {"mints": len(lat), "batch": batch,
                                       "per_second": len(lat) / sum(lat),

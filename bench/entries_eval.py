@@ -114,7 +114,8 @@ def main() -> None:
                 quiet.append(not default)
                 top_off.append(float(ranked[0]["score"]) if ranked else 0.0)
             if args.evidence:
-                hits = k.search_engine.rank(r["query"], space="default", kinds=KINDS).hits
+                hits = k.search_engine.candidates.rank(r["query"], space="default",
+                                                       kinds=KINDS).hits
                 evidence.append({**r, "candidates": [[ids.get(h.entity_id, "?"), h.dense, h.text]
                                                      for h in hits]})
     finally:

@@ -106,7 +106,7 @@ def mint_dir(clone: Path, home: Path, pages: int) -> dict[str, Any]:
     out = subprocess.run([sys.executable, "-c", (
         "import json, sys; from kairos.service.wiring import open_service; from kairos.config "
         "import load_settings; k = open_service(load_settings(), background=False); "
-        "print(json.dumps(k.search_engine.index_state())); k.close()")],
+        "print(json.dumps(k.search_engine.background.index_state())); k.close()")],
         env={**env, "PYTHONPATH": str(clone)}, check=True, capture_output=True, text=True)
     shutil.rmtree(docs, ignore_errors=True)
     state = json.loads(out.stdout)

@@ -132,7 +132,7 @@ def contract(*, text_only: bool) -> list[Query]:
             k = open_kairos(Path(home), NoEmbedder() if text_only else LocalEmbedder().load())
             for doc in docs:
                 k.mint(doc)
-            ranked = k.search_engine.rank(query, space="default", kinds=("protocol",))
+            ranked = k.search_engine.candidates.rank(query, space="default", kinds=("protocol",))
             terms = ranked.terms
             out.append(Query(
                 "contract", "seed", set(expected), [h.row["title"] for h in ranked.hits],

@@ -118,8 +118,8 @@ def main() -> None:
             evidence = []
             for r in requests:
                 if args.evidence:
-                    hits = k.search_engine.rank(str(r["query"]), space="default",
-                                                kinds=("protocol",)).hits
+                    hits = k.search_engine.candidates.rank(str(r["query"]), space="default",
+                                                           kinds=("protocol",)).hits
                     evidence.append({**r, "candidates": [
                         [page_by_title.get(h.row["title"], "?"), h.dense, h.text]
                         for h in hits]})

@@ -48,7 +48,7 @@ def mint_pages(k: Kairos, limit: int | None, console: Console) -> int:
         title = page.name if title_key(page.name) not in seen else page.id
         seen.add(title_key(title))
         docs.append(protocol_markdown(page, title=title))
-    k.search_engine.duplicate_check = lambda *_, **__: {  # type: ignore[method-assign]
+    k.search_engine.duplicates.check = lambda *_, **__: {  # type: ignore[method-assign]
         "duplicates": [], "warnings": []}
 
     with progress("Minting tldr pages", len(docs)) as update:

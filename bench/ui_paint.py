@@ -62,7 +62,7 @@ def answer(challenge: dict[str, Any]) -> dict[str, Any]:
 
 def build(k: Agent, size: int) -> tuple[str, str]:
     items = real_items()[:size]
-    k.search_engine.duplicate_check = _no_duplicate_check  # type: ignore[method-assign]
+    k.search_engine.duplicates.check = _no_duplicate_check  # type: ignore[method-assign]
     started = time.perf_counter()
     for i in range(0, len(items), BATCH):
         results = k.mint_many([it.markdown for it in items[i:i + BATCH]], force_update=True)

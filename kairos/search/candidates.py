@@ -14,7 +14,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent import futures
-from functools import partial
+from functools import cache, partial
 from typing import Any
 
 import numpy as np
@@ -60,14 +60,8 @@ class Candidates:
         """Candidates on one scale in [0, 1] (``domain.matching``), best first. ``filters``
         (column → value: category, author, section) and ``exclude`` (entity ids) only
         hide records: a record's score does not depend on them."""
-        embedded: list[np.ndarray | None] = []
-
-        def embed_once() -> np.ndarray | None:
-            """The query's vector, made once (beside the first full-text pass)."""
-            if not embedded:
-                embedded.append(self.embed_query(query))
-            return embedded[0]
-
+        # The query's vector, made once (beside the first full-text pass).
+        embed_once = cache(partial(self.embed_query, query))
         families = [f for f in (tuple(k for k in kinds if k == "protocol"),
                                 tuple(k for k in kinds if k != "protocol")) if f]
         parts = [self._family(query, embed_once, space=space, kinds=family, filters=filters,

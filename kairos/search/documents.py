@@ -37,9 +37,6 @@ class DocSpec:
     #: author trigger); empty: all "doc".
     roles: tuple[str, ...] = ()
 
-    def vector_roles(self) -> tuple[str, ...]:
-        return self.roles or ("doc",) * len(self.vector_texts)
-
     @property
     def ntokens(self) -> int:
         return token_count(self.title, self.labels, self.body)

@@ -19,11 +19,11 @@ ROLES = ("doc", "trigger", "learned")
 
 
 def role_cosines(store: Store, query: np.ndarray | None, rids: Sequence[int],
-                 model_id: str | None) -> dict[int, dict[str, float | None]]:
+                 model_id: str) -> dict[int, dict[str, float | None]]:
     """Each document's best cosine per kind of vector: its own texts (``doc``), its author
     triggers, its learned triggers (None: it has none of that kind)."""
     out: dict[int, dict[str, float | None]] = {rid: dict.fromkeys(ROLES) for rid in rids}
-    if query is None or model_id is None or not rids:
+    if query is None or not rids:
         return out
     with store.read() as repo:
         rows = search_docs.vectors_of(repo.conn, rids, model_id)
@@ -50,7 +50,7 @@ def names(store: Store, hits: Sequence[Hit]) -> dict[int, dict[str, Any]]:
 
 
 def explain(store: Store, ranked: Ranked, query: str, *, threshold: float, limit: int,
-            model_id: str | None) -> Explained:
+            model_id: str) -> Explained:
     """The explanation of a ranked query: its relevance, and its ``limit`` best candidates
     with their evidence and why each is or is not listed at ``threshold``."""
     hits = ranked.hits[:limit]

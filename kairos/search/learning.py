@@ -127,14 +127,12 @@ class Learning:
             chosen.append((lead, key))
             if len(chosen) == LEARN_PER_RUN:
                 break
-        taught: list[str] = []
         for lead, key in reversed(chosen):  # so that the most recent is the last used
             self._remember(repo, protocol, lead.query, key, lead.vector, lead.model_id)
-            taught.append(lead.query)
-        if taught:
+        if chosen:
             learned.keep_recent(conn, protocol["id"], limits.LEARNED_TRIGGERS)
             self.sync(repo, protocol["id"])
-        return taught
+        return [lead.query for lead, _ in reversed(chosen)]
 
     @staticmethod
     def _remember(repo: Repo, protocol: Any, text: str, key: str, vector: bytes | None,
@@ -153,9 +151,7 @@ class Learning:
                     text=text, text_key=key, runs=1, vector=vector, model_id=model_id,
                     created_at=now, last_seen=now)
 
-    # --- reading and forgetting ------------------------------------------------------------
-
-    listing = staticmethod(learned.listing)
+    # --- forgetting -----------------------------------------------------------------------
 
     def forget(self, repo: Repo, protocol_id: str, trigger_ids: Sequence[str]) -> int:
         """Remove learned triggers of a protocol (all of them when ``trigger_ids`` is

@@ -6,10 +6,7 @@ from proven runs, and ``background`` embeds what is still waiting for vectors.""
 
 from __future__ import annotations
 
-import numpy as np
-
 from ..domain.ports import Embedder
-from ..domain.responses import DuplicateCheck
 from ..domain.search_sessions import Sessions
 from ..store.db import Store
 from .background import Background
@@ -32,21 +29,6 @@ class SearchService:
         self.duplicates = Duplicates(store, embedder)
         self.learning = Learning(store, embedder)
         self.background = Background(store, embedder, self.indexing, self.learning)
-        # The operations the services call, from the part that does each.
-        self.embed_docs, self.embed_each = self.indexing.embed_docs, self.indexing.embed_each
-        self.index, self.unindex = self.indexing.index, self.indexing.unindex
-        self.rank = self.candidates.rank
-        self.version, self.guard = self.duplicates.version, self.duplicates.guard
-        self.backfill, self.index_state = self.background.backfill, self.background.index_state
-        self.start_background = self.background.start
-
-    def duplicate_check(self, kind: str, space: str, title: str, body: str,
-                        exclude: str | None, *,
-                        query_vector: np.ndarray | None = None) -> DuplicateCheck:
-        """``duplicates.Duplicates.check`` (a method, so that a caller may stand in for
-        it on one service)."""
-        return self.duplicates.check(kind, space, title, body, exclude,
-                                     query_vector=query_vector)
 
     def stop(self, timeout: float = 30.0) -> None:
         """Stop background work between batches and wait for it."""

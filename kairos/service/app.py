@@ -68,7 +68,7 @@ class Kairos:
         self.changes = Changes(notices_for(store.engine))
         self.minter.install_builtins()
         if background:
-            self.search_engine.start_background()
+            self.search_engine.background.start()
             self.expiry.start()
 
     # --- finding protocols (contract §3) ---------------------------------------------------
@@ -281,7 +281,7 @@ class Kairos:
 
     def reindex(self, progress: Callable[[int, int], None] | None = None) -> responses.Reindexed:
         """Re-embed every document with the current model."""
-        return self.search_engine.backfill(progress=progress, force=True)
+        return self.search_engine.background.backfill(progress=progress, force=True)
 
     def health(self) -> responses.Health:
         """``healthy`` while the store serves reads and writes; ``unhealthy`` with the
@@ -290,7 +290,7 @@ class Kairos:
         store = self.store.health()
         embedder = self.embedder
         try:
-            index = self.search_engine.index_state()
+            index = self.search_engine.background.index_state()
         except StorageError:
             index = {}
         return {

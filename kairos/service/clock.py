@@ -6,8 +6,9 @@ import secrets
 from datetime import UTC, datetime
 
 
-def now() -> str:
-    return datetime.now(UTC).isoformat(timespec="microseconds")
+def now(moment: datetime | None = None) -> str:
+    """``moment`` (default: now) as the store writes a time."""
+    return (moment or datetime.now(UTC)).isoformat(timespec="microseconds")
 
 
 def new_nonce() -> str:

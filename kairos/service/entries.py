@@ -29,7 +29,9 @@ from .entry_search import BODY, EntrySearch, known_fields, session_key
 from .turns import GUARD_ATTEMPTS, in_turn
 
 
-def _text(value: Any, field: str, *, required: bool, limit: int) -> str | None:
+def _text(fields: dict[str, Any], field: str, limit: int, *, required: bool = False
+          ) -> str | None:
+    value = fields.get(field)
     blank = value is None or (isinstance(value, str) and not value.strip())
     if blank and not required:
         return None
@@ -59,25 +61,20 @@ def validated_entry(kind: Any, data: dict[str, Any], categories: set[str],
                                       f"{', '.join(sorted(categories))}.")
     out: dict[str, Any] = {
         "category": category,
-        "title": _text(merged.get("title"), "title", required=True,
-                       limit=limits.ENTRY_TITLE_CHARS),
-        "author": _text(merged.get("author"), "author", required=False,
-                        limit=limits.AUTHOR_CHARS),
+        "title": _text(merged, "title", limits.ENTRY_TITLE_CHARS, required=True),
+        "author": _text(merged, "author", limits.AUTHOR_CHARS),
     }
     if kind == "experience":
         section = merged.get("section") or "useful"
         if section not in SECTIONS:
             raise ValidationError("section", "'useful', 'harmful' or 'contextual'")
         out["section"] = section
-        out["playbook"] = _text(merged.get("playbook"), "playbook", required=True,
-                                limit=limits.PLAYBOOK_CHARS)
-        out["context"] = _text(merged.get("context"), "context",
-                               required=section == "contextual", limit=limits.PLAYBOOK_CHARS)
+        out["playbook"] = _text(merged, "playbook", limits.PLAYBOOK_CHARS, required=True)
+        out["context"] = _text(merged, "context", limits.PLAYBOOK_CHARS,
+                               required=section == "contextual")
     else:
-        out["content"] = _text(merged.get("content"), "content", required=True,
-                               limit=limits.CONTENT_CHARS)
-        out["summary"] = _text(merged.get("summary"), "summary", required=False,
-                               limit=limits.PLAYBOOK_CHARS)
+        out["content"] = _text(merged, "content", limits.CONTENT_CHARS, required=True)
+        out["summary"] = _text(merged, "summary", limits.PLAYBOOK_CHARS)
     return out
 
 
@@ -118,7 +115,7 @@ class EntryService(EntrySearch):
         row = {"id": new_id(), "space": caller.space, "created_at": stamp,
                "updated_at": stamp, **values}
         spec = entry_doc(kind, row)
-        vectors = self.search.embed_docs([spec])
+        vectors = self.search.indexing.embed_docs([spec])
         return self._store_new(kind, row, values, spec, vectors, caller)
 
     @in_turn
@@ -126,13 +123,13 @@ class EntryService(EntrySearch):
                    spec: DocSpec, vectors: np.ndarray | None, caller: Caller
                    ) -> responses.EntryWritten:
         for _ in range(GUARD_ATTEMPTS):
-            seen = self.search.version(caller.space, kind)
+            seen = self.search.duplicates.version(caller.space, kind)
             check = self._duplicates(kind, caller.space, values, None, vectors)
             with self.store.write() as repo:
-                if not self.search.guard(repo, caller.space, kind, seen):
+                if not self.search.duplicates.guard(repo, caller.space, kind, seen):
                     continue
                 repo.insert_entry(kind, **row)
-                self.search.index(repo, [spec], vectors)
+                self.search.indexing.index(repo, [spec], vectors)
             return {"status": "stored", "entity_id": row["id"], "entity_type": kind,
                     "entry": self._public(kind, row, None), **check}
         raise ConflictError(CONFLICT, "Other writers kept changing this space; retry.",
@@ -152,16 +149,16 @@ class EntryService(EntrySearch):
             stamp = now()
             row = {**current, **values, "updated_at": stamp}
             spec = entry_doc(kind, row)
-            vectors = self.search.embed_docs([spec])
-            seen = self.search.version(caller.space, kind)
+            vectors = self.search.indexing.embed_docs([spec])
+            seen = self.search.duplicates.version(caller.space, kind)
             check = self._duplicates(kind, caller.space, values, entity_id, vectors)
             with self.store.write() as repo:
-                if not self.search.guard(repo, caller.space, kind, seen):
+                if not self.search.duplicates.guard(repo, caller.space, kind, seen):
                     continue
                 if not repo.update_entry(kind, entity_id, current["updated_at"],
                                          updated_at=stamp, **values):
                     continue  # changed since it was read: apply the updates to the new one
-                self.search.index(repo, [spec], vectors)
+                self.search.indexing.index(repo, [spec], vectors)
             return {"status": "updated", "entity_id": entity_id, "entity_type": kind,
                     "entry": self._public(kind, row, None), **check}
         raise ConflictError(CONFLICT, "The entry kept changing; retry.", field="entity_id")
@@ -181,7 +178,7 @@ class EntryService(EntrySearch):
         """The advisory duplicate check (a read, before the write): ≥ 0.85 → review_first,
         0.50–0.84 → listed as FYI."""
         body = values.get("playbook") or values.get("content") or ""
-        return self.search.duplicate_check(kind, space, values["title"], body, exclude,
+        return self.search.duplicates.check(kind, space, values["title"], body, exclude,
                                            query_vector=None if vectors is None
                                            else vectors[DUPLICATE_SEQ])
 

@@ -19,8 +19,6 @@ from ..store.db import Store
 from ..store.repo import Repo
 
 DOWNRANK_FACTOR = 0.5
-MIN_SCORE_VECTOR = scoring.ENTRY_MIN_SCORE
-MIN_SCORE_TEXT = scoring.ENTRY_MIN_SCORE_TEXT
 #: The field that holds each kind's body.
 BODY = {"experience": "playbook", "manual": "content", "protocol": "content"}
 
@@ -46,14 +44,14 @@ class EntrySearch:
             filters["category"] = req.category
         hide = bool(req.hide_viewed)
         # Every record that can reach the threshold is scored: totals and pages are exact.
-        floor = req.min_score if req.min_score is not None else min(MIN_SCORE_TEXT,
-                                                                     MIN_SCORE_VECTOR)
-        ranked = self.search.rank(query, space=caller.space, kinds=types, filters=filters,
-                                  exclude=viewed if hide else None,
-                                  boosts="protocol" in types, floor=floor)
+        floor = req.min_score if req.min_score is not None else min(
+            scoring.ENTRY_MIN_SCORE_TEXT, scoring.ENTRY_MIN_SCORE)
+        ranked = self.search.candidates.rank(query, space=caller.space, kinds=types,
+                                             filters=filters, exclude=viewed if hide else None,
+                                             boosts="protocol" in types, floor=floor)
         min_score = req.min_score
         if min_score is None:
-            min_score = MIN_SCORE_TEXT if ranked.degraded else MIN_SCORE_VECTOR
+            min_score = scoring.ENTRY_MIN_SCORE_TEXT if ranked.degraded else scoring.ENTRY_MIN_SCORE
         downranked = viewed if not hide and req.downrank_viewed is not False else set()
         scored = [(hit.score * DOWNRANK_FACTOR, hit, True) if hit.entity_id in downranked
                   else (hit.score, hit, False) for hit in ranked.hits]
@@ -89,9 +87,8 @@ class EntrySearch:
             "provider_hint": hint,
         }
         if req.explain:
-            result["explain"] = explain(
-                self.store, ranked, query, threshold=min_score, limit=limit,
-                model_id=self.search.embedder.model_id if self.search.embedder.ready else None)
+            result["explain"] = explain(self.store, ranked, query, threshold=min_score,
+                                        limit=limit, model_id=self.search.embedder.model_id)
         return result
 
     def _results(self, page: list[tuple[float, Hit, bool]], ranked: Any, hint: str | None, *,

@@ -33,14 +33,6 @@ SWEEP_EVERY = 60.0  # seconds between two sweeps of a serving process
 log = logging.getLogger("kairos.expiry")
 
 
-def _stamp(moment: datetime) -> str:
-    return moment.isoformat(timespec="microseconds")
-
-
-def idle_message(minutes: int) -> str:
-    return f"Abandoned: no answer for {minutes} minutes."
-
-
 class RunExpiry:
     def __init__(self, store: Store, minutes: int) -> None:
         self.store = store
@@ -54,13 +46,13 @@ class RunExpiry:
         if self.minutes <= 0:
             return 0
         moment = at or datetime.now(UTC)
-        cutoff = _stamp(moment - timedelta(minutes=self.minutes))
+        cutoff = now(moment - timedelta(minutes=self.minutes))
         with self.store.write() as repo:
             if not expiry_queries.try_sweep_lock(repo):
                 return 0
             return expiry_queries.abandon(
-                repo, status=engine.ABANDONED, active=engine.ACTIVE, stamp=_stamp(moment),
-                message=idle_message(self.minutes), idle_before=cutoff)
+                repo, status=engine.ABANDONED, active=engine.ACTIVE, stamp=now(moment),
+                message=f"Abandoned: no answer for {self.minutes} minutes.", idle_before=cutoff)
 
     def abandon(self, run_id: str, reason: str) -> bool:
         """Record one active run as abandoned now (nobody is left to answer it); False
@@ -93,4 +85,4 @@ class RunExpiry:
             self._thread.join(timeout)
 
 
-__all__ = ["SWEEP_EVERY", "RunExpiry", "idle_message"]
+__all__ = ["SWEEP_EVERY", "RunExpiry"]

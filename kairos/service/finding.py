@@ -23,7 +23,8 @@ class ProtocolFinder:
                       notice: bool = False) -> SearchResult:
         text = req.query.strip()
         top_n = req.limit or SEARCH_DEFAULT
-        ranked = self.search.rank(text, space=caller.space, kinds=("protocol",), boosts=True)
+        ranked = self.search.candidates.rank(text, space=caller.space, kinds=("protocol",),
+                                             boosts=True)
         self.search.learning.note(caller.space, caller.id, text, ranked)
         hits = [h for h in ranked.hits if h.score >= self.threshold][:top_n]
         with self.store.read() as repo:
@@ -36,15 +37,13 @@ class ProtocolFinder:
             # The response has no place for the provider: on request (the MCP tool, the
             # command line), the unified search's fields (contract §5) say that text
             # alone served it.
-            response["degraded"] = True
-            response["search_mode"] = ranked.mode
-            response["provider"] = self.search.embedder.name
-            response["provider_hint"] = ranked.hint
+            response.update({"degraded": True, "search_mode": ranked.mode,
+                             "provider": self.search.embedder.name, "provider_hint": ranked.hint})
         return response
 
     def explain(self, req: Search, caller: Caller) -> Explained:
         text = req.query.strip()
-        ranked = self.search.rank(text, space=caller.space, kinds=("protocol",), boosts=True)
-        model_id = self.search.embedder.model_id if self.search.embedder.ready else None
+        ranked = self.search.candidates.rank(text, space=caller.space, kinds=("protocol",),
+                                             boosts=True)
         return explain(self.store, ranked, text, threshold=self.threshold,
-                       limit=req.limit or SEARCH_DEFAULT, model_id=model_id)
+                       limit=req.limit or SEARCH_DEFAULT, model_id=self.search.embedder.model_id)

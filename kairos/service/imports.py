@@ -26,6 +26,7 @@ import json
 from collections import Counter, defaultdict
 from collections.abc import Callable, Container, Iterable, Sequence
 from dataclasses import replace
+from itertools import accumulate
 from typing import TYPE_CHECKING, Any
 
 from ..domain import limits, markdown
@@ -245,10 +246,8 @@ def _mint_again(row: Row, proto: dict[str, Any], steps: Sequence[_Checked],
         parts.append((f"## {step['label']}", step_row, "label"))
         if step["content"]:
             parts.append((step["content"], step_row, "content"))
-    starts, at = [], 1
-    for text, _, _ in parts:
-        starts.append(at)
-        at += text.count("\n") + 2
+    # The line each part starts on: parts are joined by a blank line.
+    starts = list(accumulate((text.count("\n") + 2 for text, _, _ in parts[:-1]), initial=1))
 
     def part_at(line: int | None) -> tuple[Row, str]:
         i = max((k for k, s in enumerate(starts) if s <= (line or 1)), default=0)
@@ -326,12 +325,12 @@ def import_lines(kairos: Kairos, lines: Iterable[bytes | str], caller: Caller) -
         plan = Plan(repo, checked, drafts, space)
     specs = plan.specs()
     engine_ = kairos.search_engine
-    vectors = engine_.embed_each(specs) if specs else []
+    vectors = engine_.indexing.embed_each(specs) if specs else []
     try:
         with kairos.store.write() as repo:
             inserted = plan.write(repo)
             for spec, vector in zip(specs, vectors, strict=True):
-                engine_.index(repo, [spec], vector)
+                engine_.indexing.index(repo, [spec], vector)
     except Refused:
         raise ConflictError(CONFLICT, f"Space '{space}' changed while importing (another "
                             "writer stored a record this file holds); nothing was imported. "

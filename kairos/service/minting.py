@@ -36,17 +36,6 @@ BUILTINS = {
 }
 
 
-class _Stale(Exception):
-    """The write guard saw another checked write since the check: check again."""
-
-
-def _step_row(step_id: str, protocol_id: str, space: str, position: int,
-              draft: markdown.StepDraft, stamp: str) -> dict[str, Any]:
-    return {"id": step_id, "protocol_id": protocol_id, "space": space, "position": position,
-            "label": draft.label, "content": draft.content,
-            "challenge": draft.challenge.to_dict(), "updated_at": stamp}
-
-
 class Minter:
     def __init__(self, store: Store, search: SearchService, protocols: ProtocolService
                  ) -> None:
@@ -102,20 +91,18 @@ class Minter:
         before the write, and the write guard (``search.duplicates``) sends a mint back
         to check again should a writer that did not wait its turn have committed since."""
         for _ in range(GUARD_ATTEMPTS):
-            seen = self.search.version(caller.space, "protocol")
+            seen = self.search.duplicates.version(caller.space, "protocol")
             checks = [self._check(d, p, caller.space, force_update)
                       for d, p in zip(drafts, prepared, strict=True)]
             items: list[responses.Minted] = []
             try:
                 with self.store.write() as repo:
-                    if not self.search.guard(repo, caller.space, "protocol", seen):
-                        raise _Stale
+                    if not self.search.duplicates.guard(repo, caller.space, "protocol", seen):
+                        continue  # another checked write came since the check: check again
                     for draft, indexed, check in zip(drafts, prepared, checks, strict=True):
                         items.append(self._store_draft(repo, draft, caller.space,
                                                        llm_model_id, force_update,
                                                        indexed=indexed, check=check))
-            except _Stale:
-                continue
             except Clash:
                 # Another writer stored the same title between our check and our insert.
                 raise ConflictError(errors.DUPLICATE_CHAIN,
@@ -133,7 +120,7 @@ class Minter:
         named by its step 1 (``uri``) and title (``chain_label``)."""
         existing = repo.protocol_by_title(space, title_key(draft.title))
         spec, vectors = indexed
-        check = self.search.duplicate_check(
+        check = self.search.duplicates.check(
             "protocol", space, spec.title, spec.body,
             existing["id"] if existing is not None else None,
             query_vector=None if vectors is None else vectors[DUPLICATE_SEQ])
@@ -163,7 +150,7 @@ class Minter:
         """Every draft's search document and vectors, from one call to the model, made
         before the write transaction so that no writer waits on the model."""
         specs = [protocol_doc("", space, d, "") for d in drafts]
-        return list(zip(specs, self.search.embed_each(specs), strict=True))
+        return list(zip(specs, self.search.indexing.embed_each(specs), strict=True))
 
     def _store_draft(self, repo: Repo, draft: markdown.ProtocolDraft, space: str,
                      llm_model_id: str | None, force_update: bool, *,
@@ -177,15 +164,12 @@ class Minter:
                     else repo.protocol_by_title(space, key))
         updated = existing is not None
         if existing is not None and not force_update:
-            old = repo.steps_of(existing["id"])
+            uri = self._first_uri(repo, existing["id"])
             raise ConflictError(
                 errors.DUPLICATE_CHAIN,
                 f"A protocol titled '{draft.title}' already exists in space '{space}' "
-                f"({to_uri(old[0]['id']) if old else existing['id']}). "
-                "Pass force_update=true to replace it.",
-                field="markdown_doc", line=draft.line,
-                details={"uri": to_uri(old[0]["id"]) if old else None},
-            )
+                f"({uri or existing['id']}). Pass force_update=true to replace it.",
+                field="markdown_doc", line=draft.line, details={"uri": uri})
         values = {"title": draft.title, "title_key": key, "intro": draft.intro,
                   "tags": draft.tags, "triggers": list(draft.triggers), "updated_at": stamp,
                   "llm_model_id": llm_model_id, "source_hash": source_hash}
@@ -199,7 +183,10 @@ class Minter:
             repo.update_protocol(pid, **values)
             old_steps = repo.steps_of(pid)
         ids = step_ids or self._reuse_ids(old_steps, draft)
-        new_rows = [_step_row(ids[i], pid, space, i, s, stamp) for i, s in enumerate(draft.steps)]
+        new_rows: list[dict[str, Any]] = [
+            {"id": ids[i], "protocol_id": pid, "space": space, "position": i, "label": s.label,
+             "content": s.content, "challenge": s.challenge.to_dict(), "updated_at": stamp}
+            for i, s in enumerate(draft.steps)]
         repo.delete_steps(r["id"] for r in old_steps)
         repo.insert_steps(new_rows)
         record_version(repo, existing, pid, space, draft, new_rows, stamp)
@@ -207,7 +194,8 @@ class Minter:
             repo.create_metrics(pid, space, [r["id"] for r in new_rows])
         if indexed is not None:
             spec, vectors = indexed
-            self.search.index(repo, [replace(spec, entity_id=pid, updated_at=stamp)], vectors)
+            self.search.indexing.index(repo, [replace(spec, entity_id=pid, updated_at=stamp)],
+                                       vectors)
         minted: responses.Minted = {
             "uri": to_uri(new_rows[0]["id"]),
             "chain_label": draft.title,
@@ -270,9 +258,7 @@ class Minter:
 
     def _check_draft(self, repo: Repo, draft: markdown.ProtocolDraft,
                      space: str) -> responses.DraftCheck:
-        spec = protocol_doc("", space, draft, now())
-        existing, check = self._similar(repo, draft, (spec, self.search.embed_docs([spec])),
-                                        space)
+        existing, check = self._similar(repo, draft, self._prepare([draft], space)[0], space)
         existing_uri = None if existing is None else self._first_uri(repo, existing["id"])
         for dup in check["duplicates"]:
             dup["blocks_mint"] = dup["score"] >= SIMILAR_THRESHOLD

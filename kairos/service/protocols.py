@@ -19,6 +19,7 @@ from ..domain.uris import parse_uri, to_uri, uri_list
 from ..domain.versions import draft_of, protocol_dump, step_dump
 from ..search.documents import DocSpec, protocol_doc
 from ..search.service import SearchService
+from ..store import learned
 from ..store.db import Store
 from ..store.repo import Repo, Row
 from .clock import now
@@ -103,9 +104,8 @@ class ProtocolService:
                 tags = draft.tags
             at = next((i for i, s in enumerate(data.steps) if s.id == step["id"]), None)
             if protocol or (protocol is None and at == 0):
-                learned = [t["text"] for t in
-                           self.search.learning.listing(repo.conn, proto["id"])]
-                return protocol_dump(data, tags, draft.triggers, learned)
+                taught = [t["text"] for t in learned.listing(repo.conn, proto["id"])]
+                return protocol_dump(data, tags, draft.triggers, taught)
         if at is None:
             raise NotFoundError(f"Version {version} of this protocol has no step "
                                 f"{to_uri(step['id'])}.", field="version")
@@ -182,7 +182,7 @@ class ProtocolService:
                 with self.store.write() as repo:
                     step, proto, steps = self.resolve(repo, uri, caller, writable=True)
                     repo.delete_protocol(proto["id"])
-                    self.search.unindex(repo, "protocol", [proto["id"]])
+                    self.search.indexing.unindex(repo, "protocol", [proto["id"]])
                 return [to_uri(s["id"]) for s in steps]
             rest = [r for r in steps if r["id"] != step["id"]]
             draft, stamp = draft_of(proto, rest), now()
@@ -205,7 +205,7 @@ class ProtocolService:
             return False
         record_version(repo, proto, proto["id"], proto["space"], draft, rows, stamp)
         if indexed is not None:
-            self.search.index(repo, [indexed[0]], indexed[1])
+            self.search.indexing.index(repo, [indexed[0]], indexed[1])
         return True
 
     def _indexed(self, proto: Row, draft: markdown.ProtocolDraft, stamp: str
@@ -214,7 +214,7 @@ class ProtocolService:
         if proto["space"] == BUILTIN_SPACE:
             return None
         spec = protocol_doc(proto["id"], proto["space"], draft, stamp)
-        return spec, self.search.embed_docs([spec])
+        return spec, self.search.indexing.embed_docs([spec])
 
 
 def _batch(uris: list[str], one: Callable[[int, str], ItemResult], status: str

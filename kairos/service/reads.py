@@ -6,7 +6,6 @@ link; the home view; and the one check that a run is the caller's."""
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from typing import Any
 
 from ..domain import engine, views
@@ -169,19 +168,14 @@ class ReadService:
             _, proto, rows = self.protocols.resolve(repo, uri, caller)
             found = repo.protocol_metrics(proto["id"], caller.space)
             per_step = repo.step_metrics_of(proto["id"], caller.space)
-        counts = ("accepted", "refused", "failures")
-        m: Mapping[Any, Any] = found or {"runs": 0, "successes": 0, "failures": 0,
-                                         "quality_bonus": 0.0, "last_outcome": None,
-                                         "last_run_at": None, "per_model": {}}
-        return {
-            "runs": m["runs"], "successes": m["successes"], "failures": m["failures"],
-            "quality_bonus": m["quality_bonus"], "last_outcome": m["last_outcome"],
-            "last_run_at": m["last_run_at"], "per_model": m["per_model"],
-            "steps": [{"uri": to_uri(r["id"]), "label": r["label"],
-                       **{k: (per_step[r["id"]][k] if r["id"] in per_step else 0)
-                          for k in counts}}  # type: ignore[typeddict-item]
-                      for r in rows],
-        }
+        # A protocol not yet run in the space has no statistics rows: all zero.
+        unrun: dict[str, Any] = {"runs": 0, "successes": 0, "failures": 0, "quality_bonus": 0.0,
+                                 "last_outcome": None, "last_run_at": None, "per_model": {}}
+        zero = dict.fromkeys(("accepted", "refused", "failures"), 0)
+        m = found or unrun
+        return {**{k: m[k] for k in unrun},  # type: ignore[typeddict-item]
+                "steps": [{"uri": to_uri(r["id"]), "label": r["label"],
+                           **{k: per_step.get(r["id"], zero)[k] for k in zero}} for r in rows]}
 
     # --- runs ------------------------------------------------------------------------------
 

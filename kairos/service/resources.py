@@ -120,8 +120,10 @@ class ResourceService:
             if ref.kind == res.ENTRY:
                 found = self.entries.read_entries(ReadEntries(ids=[ident]), caller)["entries"]
                 value = found[0] if found else None
-            elif ref.kind == res.RUN:
-                value = self.run(ident, caller)
+            elif ref.kind == res.RUN:  # the run, its proofs and the chain's verdict
+                run, verdict = self.reads.run(ident, caller)
+                value = {**{k: v for k, v in run.items() if k not in ("links", "verification")},
+                         "proofs": [link["record"] for link in run["links"]], "verify": verdict}
             elif ref.kind == res.BUNDLE:
                 value = export_bundle(self.store, self.signing, ident, caller)
         except NotFoundError as exc:
@@ -144,13 +146,6 @@ class ResourceService:
                 own_run(repo, str(ref.id), caller)
         except NotFoundError:
             raise res.unknown(uri) from None
-
-    def run(self, run_id: str, caller: Caller) -> dict[str, Any]:
-        """A run, its proofs (each with ``proof_hash``) and the chain's verdict."""
-        run, verdict = self.reads.run(run_id, caller)
-        detail = {k: v for k, v in run.items() if k not in ("links", "verification")}
-        return {**detail, "proofs": [link["record"] for link in run["links"]],
-                "verify": verdict}
 
 
 __all__ = ["ResourceItem", "ResourcePage", "ResourceService", "ResourceText"]

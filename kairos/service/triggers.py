@@ -10,35 +10,34 @@ from ..domain.caller import Caller
 from ..domain.errors import NotFoundError
 from ..domain.responses import TriggerList
 from ..domain.uris import to_uri
+from ..store import learned
 from ..store.repo import Repo, Row
 from .protocols import ProtocolService
 
 
-def _listing(protocols: ProtocolService, repo: Repo, proto: Row, steps: Sequence[Row]
-             ) -> TriggerList:
+def _listing(repo: Repo, proto: Row, steps: Sequence[Row]) -> TriggerList:
     return {"uri": to_uri(steps[0]["id"]), "chain_label": proto["title"],
             "triggers": list(proto["triggers"] or ()),
-            "learned": protocols.search.learning.listing(repo.conn, proto["id"]),
+            "learned": learned.listing(repo.conn, proto["id"]),
             "learned_limit": limits.LEARNED_TRIGGERS}
 
 
 def trigger_list(protocols: ProtocolService, uri: str, caller: Caller) -> TriggerList:
     with protocols.store.read() as repo:
         _, proto, steps = protocols.resolve(repo, uri, caller)
-        return _listing(protocols, repo, proto, steps)
+        return _listing(repo, proto, steps)
 
 
 def forget_triggers(protocols: ProtocolService, uri: str, trigger_ids: Sequence[str] | None,
                     caller: Caller) -> TriggerList:
     """Remove learned triggers of the protocol: the given ones (each must be one of them),
     or every one when ``trigger_ids`` is None."""
-    learning = protocols.search.learning
     with protocols.store.write() as repo:
         _, proto, steps = protocols.resolve(repo, uri, caller, writable=True)
-        known = {t["id"] for t in learning.listing(repo.conn, proto["id"])}
+        known = {t["id"] for t in learned.listing(repo.conn, proto["id"])}
         missing = sorted(set(trigger_ids or ()) - known)
         if missing:
             raise NotFoundError(f"No learned trigger {missing[0]!r} of {uri}.",
                                 field="trigger_ids")
-        removed = learning.forget(repo, proto["id"], trigger_ids or ())
-        return {"removed": removed, **_listing(protocols, repo, proto, steps)}
+        removed = protocols.search.learning.forget(repo, proto["id"], trigger_ids or ())
+        return {"removed": removed, **_listing(repo, proto, steps)}

@@ -31,12 +31,6 @@ def _make_home(settings: Settings) -> None:
             raise StorageError(code, str(home), exc.strerror or "") from None
 
 
-def open_store(settings: Settings) -> Store:
-    """The store of ``settings``, migrated."""
-    _make_home(settings)
-    return Store(settings.url)
-
-
 def migrate_store(settings: Settings) -> str | None:
     """Bring the schema of the store of ``settings`` to the newest version, without opening
     a service; the revision it is at."""
@@ -59,7 +53,7 @@ def open_service(settings: Settings, *, embedder: Embedder | None = None,
     if embedder is None:
         embedder = make_embedder(settings.embedder, base_url=settings.openai_base_url,
                                  model=settings.openai_model, api_key=settings.openai_api_key)
-    return Kairos(settings, open_store(settings), embedder, background=background,
+    return Kairos(settings, Store(settings.url), embedder, background=background,
                   signing=signing)
 
 
@@ -76,4 +70,4 @@ def settle() -> None:
         trim(0)
 
 
-__all__ = ["migrate_store", "open_service", "open_store", "settle"]
+__all__ = ["migrate_store", "open_service", "settle"]

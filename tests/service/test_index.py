@@ -38,15 +38,15 @@ def test_a_model_change_is_detected_and_re_embedded(home: Path) -> None:
     for i in range(5):
         first.mint(f"# Runbook {i} for disk alerts\n\n## Check\n\nCheck disk {i} usage.\n",
                    force_update=True)
-    assert first.search_engine.backfill()["embedded"] == 0  # all vectors current
+    assert first.search_engine.background.backfill()["embedded"] == 0  # all vectors current
     second = make_kairos(home, SmallHash())  # another model, another dimension
-    state = second.search_engine.index_state()
+    state = second.search_engine.background.index_state()
     assert state["with_vectors"] == 0 and state["indexed_model_id"] == "fake:hash:256"
     # Searching before the re-embed neither crashes nor mixes vector spaces.
     assert second.search("disk usage runbook")["choices"][0]["role"] == "match"
-    report = second.search_engine.backfill()
+    report = second.search_engine.background.backfill()
     assert report["embedded"] == 5 and report["model_id"] == "fake:hash:64"
-    state = second.search_engine.index_state()
+    state = second.search_engine.background.index_state()
     assert state["with_vectors"] == 5 and state["indexed_model_id"] == "fake:hash:64"
     assert second.search("disk usage runbook")["choices"][0]["role"] == "match"
 
@@ -55,16 +55,16 @@ def test_documents_written_while_the_model_loads_get_vectors_later(home: Path) -
     loading = HashEmbedder(ready=False)
     k = make_kairos(home, loading)
     k.mint(DOC)
-    assert k.search_engine.index_state()["with_vectors"] == 0
+    assert k.search_engine.background.index_state()["with_vectors"] == 0
     loading._ready = True
-    assert k.search_engine.backfill()["embedded"] == 1
-    assert k.search_engine.index_state()["with_vectors"] == 1
+    assert k.search_engine.background.backfill()["embedded"] == 1
+    assert k.search_engine.background.index_state()["with_vectors"] == 1
 
 
 def test_the_none_provider_never_embeds(home: Path) -> None:
     k = make_kairos(home, NoEmbedder())
     k.mint(DOC)
-    assert k.search_engine.backfill()["state"] == "vectors unavailable"
+    assert k.search_engine.background.backfill()["state"] == "vectors unavailable"
     assert k.search("renew tls certificates")["choices"][0]["role"] == "match"
 
 
@@ -148,10 +148,10 @@ def test_an_older_sqlite_store_is_searchable_after_the_scope_migration(tmp_path:
                          {"rid": rid})
     engine.dispose()
     k = make_kairos(tmp_path, NoEmbedder())
-    ranked = k.search_engine.rank("certbot renew", space="team-a", kinds=("experience",))
+    ranked = k.search_engine.candidates.rank("certbot renew", space="team-a", kinds=("experience",))
     assert [h.entity_id for h in ranked.hits] == ["e1"]
-    assert k.search_engine.rank("certbot renew", space="team-b",
-                                kinds=("protocol",)).hits == []
+    assert k.search_engine.candidates.rank("certbot renew", space="team-b",
+                                           kinds=("protocol",)).hits == []
 
 
 def test_token_counts_are_made_again_by_migration_0009(tmp_path: Path) -> None:

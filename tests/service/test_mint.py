@@ -175,4 +175,4 @@ def test_bulk_mint_embeds_once_and_keeps_each_error_to_its_own_document(home: Pa
     for name in ("alpha", "bravo", "charlie"):
         found = k.search(f"rotate key {name}")["choices"][0]
         assert found["role"] == "match" and found["chain_label"] == f"Rotate key {name}"
-    assert k.search_engine.index_state()["with_vectors"] == 3
+    assert k.search_engine.background.index_state()["with_vectors"] == 3

@@ -121,7 +121,7 @@ def test_writes_while_the_provider_is_down_are_queued_and_drained(home: Path) ->
     k.write_entry({"entity_type": "experience", "category": "general", "title": "Warm caches",
                    "playbook": "Warm the cache before traffic arrives."})
     assert k.health()["index"]["pending"] == 1
-    k.search_engine.start_background(interval=0.05)
+    k.search_engine.background.start(interval=0.05)
     up.set()
     deadline = time.monotonic() + 20
     while k.health()["index"]["pending"] and time.monotonic() < deadline:
