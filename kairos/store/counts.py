@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 
 from sqlalchemy import and_, bindparam, select, update
@@ -19,7 +20,6 @@ from . import schema
 
 #: Columns of ``protocol_metrics`` that are added to; the others given are set.
 PROTOCOL_COUNTERS = ("runs", "successes", "failures", "quality_bonus")
-_BUMPS: dict[tuple[str, tuple[str, ...]], Executable] = {}
 
 
 @dataclass
@@ -98,11 +98,7 @@ def _count(conn: Connection, table: str, row: dict[str, Any], values: dict[str, 
               **{f"v_{k}" if _sets(table, k) else f"d_{k}": v for k, v in values.items()}}
     if conn.execute(stmt, params).rowcount:
         return
-    insert = _BUMPS.get((f"new {table}", (conn.dialect.name,)))
-    if insert is None:
-        insert = _BUMPS[(f"new {table}", (conn.dialect.name,))] = schema.insert_new(
-            conn, _TABLES[table][0])
-    conn.execute(insert, {**new, **row})
+    conn.execute(schema.insert_new(conn, _TABLES[table][0]), {**new, **row})
     conn.execute(stmt, params)
 
 
@@ -112,19 +108,16 @@ def _sets(table: str, column: str) -> bool:
     return table == "protocol" and column not in PROTOCOL_COUNTERS
 
 
+@cache
 def _bump(table: str, keys: tuple[str, ...]) -> Executable:
     """The UPDATE of the row named by ``b_<column>`` that adds ``d_<key>`` to each counter
     of ``keys`` and sets ``v_<key>`` to each other column (one statement per table and set
     of keys, built on first use: the run loop runs a handful per call, and building one
     costs more than running it)."""
-    stmt = _BUMPS.get((table, keys))
-    if stmt is None:
-        t, names = _TABLES[table]
-        stmt = _BUMPS[(table, keys)] = update(t).where(
-            and_(*(t.c[n] == bindparam(f"b_{n}") for n in names))).values(
-            {k: bindparam(f"v_{k}", type_=t.c[k].type) if _sets(table, k)
-             else t.c[k] + bindparam(f"d_{k}") for k in keys})
-    return stmt
+    t, names = _TABLES[table]
+    return update(t).where(and_(*(t.c[n] == bindparam(f"b_{n}") for n in names))).values(
+        {k: bindparam(f"v_{k}", type_=t.c[k].type) if _sets(table, k)
+         else t.c[k] + bindparam(f"d_{k}") for k in keys})
 
 
 __all__ = ["PROTOCOL_COUNTERS", "Counts", "apply"]
