@@ -52,34 +52,33 @@ class Counts:
     def model(self, model: str, outcome: str, delta: int) -> None:
         self.models[model][outcome] += delta
 
-
-def apply(conn: Connection, counts: Counts) -> None:
-    """Write ``counts``: the steps' rows in order of id, then the protocol's row (read
-    under its lock when a model's counts change, since ``per_model`` is one JSON value),
-    then the version's. A row not made yet (a built-in protocol's first run in a space, a
-    version's first run) is made as it is first counted."""
-    mine = {"protocol_id": counts.protocol_id, "space": counts.space}
-    for step_id in sorted(counts.steps):
-        deltas = {k: v for k, v in counts.steps[step_id].items() if v}
-        if deltas:
-            _count(conn, "step", {"step_id": step_id, "space": counts.space}, deltas, mine)
-    values = dict(counts.protocol)
-    if any(any(d.values()) for d in counts.models.values()):
-        m = schema.protocol_metrics.c
-        row = conn.execute(select(m.per_model).where(
-            (m.protocol_id == counts.protocol_id) & (m.space == counts.space))
-            .with_for_update()).first()
-        per_model = {k: dict(v) for k, v in (row[0] if row else {}).items()}
-        for model, deltas in counts.models.items():
-            by_outcome = per_model.setdefault(model, {})
-            for outcome, delta in deltas.items():
-                by_outcome[outcome] = by_outcome.get(outcome, 0) + delta
-        values["per_model"] = per_model
-    if values:
-        _count(conn, "protocol", mine, values, {"per_model": {}})
-    deltas = {k: v for k, v in counts.protocol.items() if k in PROTOCOL_COUNTERS and v}
-    if counts.version is not None and deltas:
-        _count(conn, "version", {**mine, "version": counts.version}, deltas, {})
+    def apply(self, conn: Connection) -> None:
+        """Write these changes: the steps' rows in order of id, then the protocol's row (read
+        under its lock when a model's counts change, since ``per_model`` is one JSON value),
+        then the version's. A row not made yet (a built-in protocol's first run in a space, a
+        version's first run) is made as it is first counted."""
+        mine = {"protocol_id": self.protocol_id, "space": self.space}
+        for step_id in sorted(self.steps):
+            deltas = {k: v for k, v in self.steps[step_id].items() if v}
+            if deltas:
+                _count(conn, "step", {"step_id": step_id, "space": self.space}, deltas, mine)
+        values = dict(self.protocol)
+        if any(any(d.values()) for d in self.models.values()):
+            m = schema.protocol_metrics.c
+            row = conn.execute(select(m.per_model).where(
+                (m.protocol_id == self.protocol_id) & (m.space == self.space))
+                .with_for_update()).first()
+            per_model = {k: dict(v) for k, v in (row[0] if row else {}).items()}
+            for model, deltas in self.models.items():
+                by_outcome = per_model.setdefault(model, {})
+                for outcome, delta in deltas.items():
+                    by_outcome[outcome] = by_outcome.get(outcome, 0) + delta
+            values["per_model"] = per_model
+        if values:
+            _count(conn, "protocol", mine, values, {"per_model": {}})
+        deltas = {k: v for k, v in self.protocol.items() if k in PROTOCOL_COUNTERS and v}
+        if self.version is not None and deltas:
+            _count(conn, "version", {**mine, "version": self.version}, deltas, {})
 
 
 #: Each statistics table, and the columns that name one of its rows.
@@ -120,4 +119,4 @@ def _bump(table: str, keys: tuple[str, ...]) -> Executable:
          else t.c[k] + bindparam(f"d_{k}") for k in keys})
 
 
-__all__ = ["PROTOCOL_COUNTERS", "Counts", "apply"]
+__all__ = ["PROTOCOL_COUNTERS", "Counts"]

@@ -9,7 +9,6 @@ from sqlalchemy import Select, bindparam, delete, func, insert, select, update
 from sqlalchemy.engine import Connection, RowMapping
 from sqlalchemy.exc import IntegrityError
 
-from . import counts as metrics
 from . import schema
 from .reads import PageQuery
 
@@ -265,7 +264,7 @@ class Repo:
     def create_metrics(self, protocol_id: str, space: str, step_ids: Sequence[str]) -> None:
         """The statistics rows of a protocol as run in ``space`` (those missing), made with
         a protocol and its steps; an existing row is left as it is. Counting makes a row
-        still missing (a built-in protocol's in a space that runs it: ``counts.apply``)."""
+        still missing (a built-in protocol's in a space that runs it: ``Counts.apply``)."""
         self.conn.execute(schema.insert_new(self.conn, schema.protocol_metrics).values(
             protocol_id=protocol_id, space=space, runs=0, successes=0, failures=0,
             quality_bonus=0.0, per_model={}))
@@ -273,10 +272,6 @@ class Repo:
             self.conn.execute(schema.insert_new(self.conn, schema.step_metrics), [
                 {"step_id": s, "space": space, "protocol_id": protocol_id, "accepted": 0,
                  "refused": 0, "failures": 0} for s in step_ids])
-
-    def count(self, counts: metrics.Counts) -> None:
-        """Apply one write's changes to the statistics (``counts.apply``: one lock order)."""
-        metrics.apply(self.conn, counts)
 
     def version_metrics_of(self, protocol_id: str, space: str) -> dict[int, Row]:
         v = schema.version_metrics.c
