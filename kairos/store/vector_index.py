@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 from sqlalchemy import delete, func, insert, select, text, update
@@ -79,8 +80,15 @@ def _combine(cosines: np.ndarray, seq: int | None) -> float:
     return float(cosines[min(seq, len(cosines) - 1)])
 
 
-def _roles(roles: Sequence[str] | None, n: int) -> Sequence[str]:
-    return roles if roles is not None else ["doc"] * n
+def _replace(conn: Connection, rid: int, vectors: np.ndarray, model_id: str,
+             roles: Sequence[str] | None) -> tuple[np.ndarray, list[dict[str, Any]]]:
+    """Delete a document's vectors; the new ones as a matrix, and as the rows to insert."""
+    conn.execute(delete(schema.search_vectors).where(schema.search_vectors.c.rid == rid))
+    matrix = np.asarray(vectors, dtype=np.float32).reshape(len(vectors), -1)
+    roles = roles if roles is not None else ["doc"] * len(matrix)
+    rows = [{"rid": rid, "seq": i, "model_id": model_id, "vector": row.tobytes(), "role": role}
+            for i, (row, role) in enumerate(zip(matrix, roles, strict=True))]
+    return matrix, rows
 
 
 def _version(conn: Connection) -> int:
@@ -113,12 +121,8 @@ class MemoryVectorIndex(VectorIndex):
 
     def upsert(self, conn: Connection, rid: int, space: str, kind: str, vectors: np.ndarray,
                model_id: str, roles: Sequence[str] | None = None) -> None:
-        conn.execute(delete(schema.search_vectors).where(schema.search_vectors.c.rid == rid))
-        matrix = np.asarray(vectors, dtype=np.float32).reshape(len(vectors), -1)
-        conn.execute(insert(schema.search_vectors), [
-            {"rid": rid, "seq": i, "model_id": model_id, "vector": row.tobytes(), "role": role}
-            for i, (row, role) in enumerate(zip(matrix, _roles(roles, len(matrix)),
-                                                strict=True))])
+        matrix, rows = _replace(conn, rid, vectors, model_id, roles)
+        conn.execute(insert(schema.search_vectors), rows)
         self.touch(conn, lambda: self._apply(rid, space, kind, matrix, model_id))
 
     def touch(self, conn: Connection, apply: Callable[[], None] = lambda: None) -> None:
@@ -267,15 +271,12 @@ class PgVectorIndex(VectorIndex):
 
     def upsert(self, conn: Connection, rid: int, space: str, kind: str, vectors: np.ndarray,
                model_id: str, roles: Sequence[str] | None = None) -> None:
-        conn.execute(delete(schema.search_vectors).where(schema.search_vectors.c.rid == rid))
-        matrix = np.asarray(vectors, dtype=np.float32).reshape(len(vectors), -1)
+        matrix, rows = _replace(conn, rid, vectors, model_id, roles)
         conn.execute(text(
             "INSERT INTO search_vectors (rid, seq, model_id, vector, embedding, dim, role) "
             "VALUES (:rid, :seq, :model_id, :vector, CAST(:embedding AS vector), :dim, :role)"),
-            [{"rid": rid, "seq": i, "model_id": model_id, "vector": row.tobytes(),
-              "embedding": _literal(row), "dim": int(matrix.shape[1]), "role": role}
-             for i, (row, role) in enumerate(zip(matrix, _roles(roles, len(matrix)),
-                                                 strict=True))])
+            [{**values, "embedding": _literal(vector), "dim": int(matrix.shape[1])}
+             for values, vector in zip(rows, matrix, strict=True)])
 
     def prepare(self, conn: Connection, dim: int) -> None:
         """The HNSW index for one dimension (run outside a write transaction)."""
