@@ -82,11 +82,8 @@ class SpaceLocks:
 
     @contextmanager
     def _across_processes(self, space: str) -> Iterator[None]:
-        if self._path is None:
-            yield
-            return
         with self._guard:
-            if self._fd is None:
+            if self._fd is None and self._path is not None:
                 try:
                     self._fd = self._path.open("a+b")
                 except OSError:  # a read-only home: there are no writes to serialise
