@@ -20,6 +20,7 @@ from threadpoolctl import threadpool_limits
 
 from ..domain import scoring
 from . import schema, search_docs
+from .text_index import kinds_in
 
 
 class VectorIndex:
@@ -291,11 +292,10 @@ class PgVectorIndex(VectorIndex):
         """The documents of the nearest vectors (HNSW), then ranked by their score; with
         no ``limit``, every document of the space and kinds, scored exactly."""
         dim = len(query)
-        kind_list = ", ".join(f"'{k}'" for k in kinds if k.isalpha()) or "''"
         if limit is None:
             rids = [int(r[0]) for r in conn.execute(text(
-                f"SELECT rid FROM search_docs WHERE space = :space AND kind IN ({kind_list})"),
-                {"space": space})]
+                "SELECT rid FROM search_docs WHERE space = :space "
+                f"AND kind IN ({kinds_in(kinds)})"), {"space": space})]
             return _best(self.scores(conn, query, rids, model_id=model_id, seq=seq), None)
         seq_filter = "" if seq is None else f"AND v.seq = {int(seq)} "
         # HNSW returns at most ef_search rows before the filters: ask for enough of them.
@@ -304,7 +304,7 @@ class PgVectorIndex(VectorIndex):
             "SELECT DISTINCT v.rid FROM (SELECT v.rid "
             "FROM search_vectors v JOIN search_docs d ON d.rid = v.rid "
             f"WHERE v.dim = {dim} AND v.model_id = :model AND d.space = :space "
-            f"AND d.kind IN ({kind_list}) {seq_filter}"
+            f"AND d.kind IN ({kinds_in(kinds)}) {seq_filter}"
             f"ORDER BY v.embedding::vector({dim}) <=> CAST(:q AS vector({dim})) "
             "LIMIT :limit) v"),
             {"q": _literal(query), "model": model_id, "space": space, "limit": limit * 4})
