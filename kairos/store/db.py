@@ -151,7 +151,7 @@ class Store:
         # in growing steps (up to 100 ms) instead. Other processes still meet busy_timeout.
         self._writer: AbstractContextManager[Any] = (
             threading.Lock() if self.dialect == "sqlite" else nullcontext())
-        self._spaces = SpaceLocks(self.engine)
+        self._spaces = SpaceLocks(self.engine, self.path)
         if migrate_schema:
             with self.faults():
                 migrate(self.engine)
