@@ -110,10 +110,9 @@ class Repo:
 
     def touch_protocol(self, protocol_id: str, seen: str, stamp: str, **values: Any) -> bool:
         """Stamp a protocol as changed at ``stamp`` if it is still as read at ``seen``."""
-        return bool(self.conn.execute(
-            update(schema.protocols).where((schema.protocols.c.id == protocol_id)
-                                      & (schema.protocols.c.updated_at == seen))
-            .values(updated_at=stamp, **values)).rowcount)
+        p = schema.protocols
+        return bool(self.conn.execute(update(p).where(p.c.id == protocol_id, p.c.updated_at == seen)
+                                      .values(updated_at=stamp, **values)).rowcount)
 
     def delete_protocol(self, protocol_id: str) -> None:
         """A protocol, its steps, and the versions no run follows."""
