@@ -124,8 +124,6 @@ def create_app(kairos: Kairos, *, tokens: Mapping[str, str] | None = None,
                   description="A memory server for AI agents: protocols run step by step "
                               "with proof, experiences and manuals. MCP is served at /mcp.")
     app.state.kairos = kairos
-    app.state.metrics = metrics
-    app.state.mcp_server = mcp_server
     # The run loop's routes first: routes are matched in order.
     for router in (*ROUTERS, views_router, well_known, datasets):
         app.include_router(router)
