@@ -137,7 +137,6 @@ class Store:
     remembered for ``health`` until a write succeeds."""
 
     def __init__(self, url: str, *, migrate_schema: bool = True) -> None:
-        self.url = url
         self.engine = make_engine(url)
         self.dialect = self.engine.dialect.name
         self.text_index, self.vector_index, self.shared_sessions = make_indexes(self.dialect)
