@@ -124,13 +124,9 @@ def create_app(kairos: Kairos, *, tokens: Mapping[str, str] | None = None,
                   description="A memory server for AI agents: protocols run step by step "
                               "with proof, experiences and manuals. MCP is served at /mcp.")
     app.state.kairos = kairos
-    app.state.metrics = metrics
-    app.state.mcp_server = mcp_server
-    for router in ROUTERS:  # the run loop's routes first: routes are matched in order
+    # The run loop's routes first: routes are matched in order.
+    for router in (*ROUTERS, views_router, well_known, datasets):
         app.include_router(router)
-    app.include_router(views_router)
-    app.include_router(well_known)
-    app.include_router(datasets)
     mount_ui(app)
     openapi.install(app)
     app.add_exception_handler(KairosError, _kairos_error)

@@ -14,6 +14,7 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -171,26 +172,20 @@ def session_header(headers: Mapping[str, str]) -> str | None:
     return None
 
 
-def identify(request: Any) -> tuple[Caller, str | None]:
-    """(caller, search session) of a REST request. The caller id is the client's session
-    header, else one id per token (or ``anonymous``); in the request's space. An MCP
-    session id means nothing here: it names a session of the MCP endpoint only."""
-    return _identify(request, None)
-
-
-def identify_mcp(request: Any) -> tuple[Caller, str | None]:
-    """(caller, search session) of a call on the MCP endpoint: its transport session
-    (``mcp-session-id``, which ``McpSessions`` lets through only from the credential that
-    opened it), else the client's session header, else the token; the search session
-    prefers the client's header (contract §5 R10)."""
-    return _identify(request, valid_session_id(request.headers.get(MCP_SESSION_HEADER)))
-
-
-def _identify(request: Any, transport_session: str | None) -> tuple[Caller, str | None]:
+def identify(request: Any, *, mcp: bool = False) -> tuple[Caller, str | None]:
+    """(caller, search session) of a request, in its space. The caller id is the client's
+    session header, else one id per token (or ``anonymous``). On the MCP endpoint
+    (``mcp``) its transport session (``mcp-session-id``, which ``McpSessions`` lets through
+    only from the credential that opened it) comes first; elsewhere an MCP session id means
+    nothing. The search session prefers the client's header (contract §5 R10)."""
     principal: Principal = request.scope.get(PRINCIPAL) or Principal("default")
     chl = session_header(request.headers)
-    caller_id = transport_session or chl or principal.token_id or "anonymous"
-    return Caller(space=principal.space, id=caller_id), chl or transport_session
+    transport = valid_session_id(request.headers.get(MCP_SESSION_HEADER)) if mcp else None
+    caller_id = transport or chl or principal.token_id or "anonymous"
+    return Caller(space=principal.space, id=caller_id), chl or transport
+
+
+identify_mcp = partial(identify, mcp=True)
 
 
 __all__ = ["OPEN_PATHS", "OPEN_PREFIXES", "PRINCIPAL", "BearerAuth", "Principal",

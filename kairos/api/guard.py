@@ -97,9 +97,8 @@ class Gate:
         """Made at the first request, from the limits (unless given)."""
         if self._admission is None:
             limit, queue, wait_ms = self._bounds
-            chosen = self.limits
-            self._admission = Admission(limit or chosen.inflight, queue or chosen.queue,
-                                        (wait_ms or chosen.wait_ms) / 1000)
+            self._admission = Admission(limit or self.limits.inflight, queue or self.limits.queue,
+                                        (wait_ms or self.limits.wait_ms) / 1000)
         return self._admission
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:

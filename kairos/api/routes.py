@@ -126,10 +126,6 @@ entries = APIRouter(prefix="/api/v1", tags=["entries"], responses=ERRORS)
 
 # --- protocols ---------------------------------------------------------------------------
 
-def _protocol(step_id: str) -> ProtocolRef:
-    return ProtocolRef(uri=URI_PREFIX + step_id)
-
-
 @protocols.post("/protocols", summary="Mint markdown as protocols",
                 **ok(responses.MintResult, 201))
 def mint(body: Mint, c: C) -> JSONResponse:
@@ -167,7 +163,7 @@ def dump(step_id: StepId, c: C, protocol: bool = False,
                summary="A protocol's author triggers and learned triggers",
                **ok(responses.TriggerList))
 def triggers(step_id: StepId, c: C) -> JSONResponse:
-    return answer(c.kairos.triggers(_protocol(step_id), c.caller))
+    return answer(c.kairos.triggers(ProtocolRef(uri=URI_PREFIX + step_id), c.caller))
 
 
 @protocols.delete("/protocols/{step_id:uuid_text}/triggers",

@@ -88,7 +88,7 @@ def mount_ui(app: FastAPI) -> None:
         spec = app.openapi_url or "/openapi.json"
         return _reference_page(get_redoc_html(
             openapi_url=spec, title="KAIROS API",
-            redoc_js_url=f"{DOCS_ASSETS}/redoc.standalone.js",
+            redoc_js_url=f"{DOCS_ASSETS}/{REDOC_JS}",
             redoc_favicon_url=f"{UI_PREFIX}/favicon.svg", with_google_fonts=False),
             mark=f'<redoc spec-url="{spec}">')
 

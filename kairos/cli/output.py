@@ -9,12 +9,14 @@ for byte.
 from __future__ import annotations
 
 import contextlib
+import os
+import shutil
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from ..domain.jsontext import pretty
-from .table import Col, cell, render
+from .table import Col, cell, layout
 
 
 class CliError(Exception):
@@ -77,8 +79,15 @@ def row(*cells: Any) -> None:
 
 
 def table(cols: Sequence[Col], rows: Sequence[Sequence[Any]]) -> None:
-    """A table (``table.render``): fitted to the terminal, or tab-separated in a pipe."""
-    render(cols, rows, terminal=is_terminal(), write=write)
+    """A table: at a terminal fitted to its width (``COLUMNS`` when set) with a bold
+    header (``table.layout``); elsewhere every cell in full, tab-separated, no header."""
+    if not is_terminal():
+        for cells in rows:
+            write("\t".join(cell(v) for v in cells) + "\n")
+        return
+    lines = layout(cols, rows, shutil.get_terminal_size((80, 24)).columns)
+    header = lines[0] if os.environ.get("NO_COLOR") else f"\x1b[1m{lines[0]}\x1b[0m"
+    write("\n".join([header, *lines[1:]]) + "\n")
 
 
 def paged(page: Mapping[str, Any], offset: int, what: str) -> None:

@@ -51,15 +51,12 @@ def mint(
     if path != STDIN and not path.exists():
         raise CliError(f"{path}: no such file or directory", 2)
     files = sorted(path.glob("**/*.md")) if path.is_dir() else [path]
-    failed = 0
-    results: list[dict[str, Any]] = []
+    results: list[dict[str, Any]] = []  # one per file: its result, or its "error"
     shown: list[list[Any]] = []
 
     def report(file: Path, result: MintResult | KairosError) -> None:
-        nonlocal failed
         name = "<stdin>" if file == STDIN else str(file)
         if isinstance(result, KairosError):
-            failed += 1
             results.append({"file": name, "error": result.to_dict()})
             where = f":{result.line}" if result.line else ""
             message = result.message.replace("Pass force_update=true", "Pass --force")
@@ -80,13 +77,11 @@ def mint(
 
         def batch(chunk: list[Path]) -> None:
             """Mint a batch of files, their vectors from one pass of the model."""
-            nonlocal failed
             readable: list[tuple[Path, str]] = []
             for file in chunk:
                 try:
                     readable.append((file, read_file(file)))
                 except CliError as exc:
-                    failed += 1
                     results.append({"file": str(file), "error": {"message": exc.message}})
                     out.error(exc.message)
             minted = local.service.mint_many(request(
@@ -102,6 +97,7 @@ def mint(
                 update(advance=len(chunk))
     if shown:
         out.table(MINTED, shown)
+    failed = sum("error" in result for result in results)
     if as_json:
         out.as_json({"results": results, "minted": len(files) - failed, "failed": failed})
     out.note(f"{len(files) - failed} of {len(files)} file(s) minted.")

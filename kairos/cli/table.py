@@ -11,8 +11,6 @@ tab-separated, without a header, so ``awk '{print $1}'`` reads a full URI.
 
 from __future__ import annotations
 
-import os
-import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -66,11 +64,6 @@ def _fit(text: str, width: int) -> str:
     return set_cell_size(text, max(width - 1, 0)) + ELLIPSIS if width > 0 else ""
 
 
-def width() -> int:
-    """The terminal's width: the window's, or ``COLUMNS`` when set."""
-    return shutil.get_terminal_size((80, 24)).columns
-
-
 def layout(cols: Sequence[Col], rows: Sequence[Sequence[Any]], total: int) -> list[str]:
     """The table's lines (header first), none wider than ``total`` cells."""
     forms = [[cell(c.show(v)) for c, v in zip(cols, row, strict=True)] for row in rows]
@@ -106,18 +99,4 @@ def layout(cols: Sequence[Col], rows: Sequence[Sequence[Any]], total: int) -> li
     return lines
 
 
-def render(cols: Sequence[Col], rows: Sequence[Sequence[Any]], *, terminal: bool,
-           write: Callable[[str], None]) -> None:
-    """Write the table: fitted with a bold header at a terminal, tab-separated in full
-    elsewhere."""
-    if not terminal:
-        for row in rows:
-            write("\t".join(cell(v) for v in row) + "\n")
-        return
-    lines = layout(cols, rows, width())
-    bold = not os.environ.get("NO_COLOR")
-    header = f"\x1b[1m{lines[0]}\x1b[0m" if bold else lines[0]
-    write("\n".join([header, *lines[1:]]) + "\n")
-
-
-__all__ = ["Col", "cell", "day", "layout", "render", "short_id", "when", "width"]
+__all__ = ["Col", "cell", "day", "layout", "short_id", "when"]

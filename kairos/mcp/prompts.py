@@ -112,10 +112,9 @@ def write_protocol(service: Any, args: dict[str, str], who: Caller) -> str:
 
 
 def _days(args: dict[str, str]) -> int:
-    raw = args.get("days")
-    if raw is None or not raw.strip():
+    text = (args.get("days") or "").strip()
+    if not text:
         return DAYS_DEFAULT
-    text = raw.strip()
     if not text.isdigit() or not 1 <= int(text) <= DAYS_MAX:
         raise ValidationError("days", f"a whole number of days from 1 to {DAYS_MAX}")
     return int(text)

@@ -17,12 +17,11 @@ import anyio
 import mcp_types as types
 from mcp.server import Server, ServerRequestContext
 
-from kairos.domain.errors import UPSTREAM_UNAVAILABLE
+from kairos.domain.errors import UNAUTHORIZED, UPSTREAM_UNAVAILABLE
 
 from .server import result, tool_list
 from .tools import INSTRUCTIONS
 
-UNAUTHORIZED = "UNAUTHORIZED"
 SESSION_HEADER = "X-CHL-Session"
 
 

@@ -30,18 +30,6 @@ def guide() -> str:
     return package_files.files(__package__).joinpath("guide.md").read_text("utf-8")
 
 
-def templates() -> list[types.ResourceTemplate]:
-    return [types.ResourceTemplate(uri_template=k.template, name=k.name, title=k.title,
-                                   description=k.description, mime_type=k.mime_type)
-            for k in res.TEMPLATES]
-
-
-def _resource(item: Any) -> types.Resource:
-    return types.Resource(uri=item["uri"], name=item["name"], title=item["title"],
-                          mime_type=item["mime_type"],
-                          annotations=types.Annotations(last_modified=item["updated_at"]))
-
-
 def resource_handlers(service: ServiceRef, identify: Identify, subs: Subscriptions, *,
                       legacy_subscriptions: bool = True) -> dict[str, Any]:
     """The ``Server`` constructor arguments that serve resources. Without
@@ -57,7 +45,10 @@ def resource_handlers(service: ServiceRef, identify: Identify, subs: Subscriptio
         who, cursor = caller(ctx), params.cursor if params else None
         page = await guarded("resources/list",
                              lambda: service.get().list_resources(cursor, who))
-        items = [_resource(i) for i in page["resources"]]
+        items = [types.Resource(uri=i["uri"], name=i["name"], title=i["title"],
+                                mime_type=i["mime_type"],
+                                annotations=types.Annotations(last_modified=i["updated_at"]))
+                 for i in page["resources"]]
         if cursor is None:
             items.insert(0, types.Resource(uri=res.GUIDE_URI, name=res.GUIDE,
                                            title=_GUIDE.title, description=_GUIDE.description,
@@ -66,7 +57,10 @@ def resource_handlers(service: ServiceRef, identify: Identify, subs: Subscriptio
 
     async def list_templates(ctx: Ctx, params: types.PaginatedRequestParams | None
                              ) -> types.ListResourceTemplatesResult:
-        return types.ListResourceTemplatesResult(resource_templates=templates())
+        return types.ListResourceTemplatesResult(resource_templates=[
+            types.ResourceTemplate(uri_template=k.template, name=k.name, title=k.title,
+                                   description=k.description, mime_type=k.mime_type)
+            for k in res.TEMPLATES])
 
     async def read(uri: str, who: Any) -> types.TextResourceContents:
         if uri == res.GUIDE_URI:
@@ -123,4 +117,4 @@ def resource_handlers(service: ServiceRef, identify: Identify, subs: Subscriptio
     return handlers
 
 
-__all__ = ["guide", "mcp_error", "resource_handlers", "templates"]
+__all__ = ["guide", "mcp_error", "resource_handlers"]

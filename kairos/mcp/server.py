@@ -54,7 +54,7 @@ class ServiceRef:
         self._service: Kairos | None = None
         self._lock = threading.Lock()
         self._warming = False
-        self._built: list[Callable[[Kairos], None]] = []
+        self._built: list[Callable[[Kairos], object]] = []
 
     @classmethod
     def of(cls, service: Kairos) -> ServiceRef:
@@ -72,7 +72,7 @@ class ServiceRef:
                     self._service = service
         return self._service
 
-    def when_built(self, hook: Callable[[Kairos], None]) -> None:
+    def when_built(self, hook: Callable[[Kairos], object]) -> None:
         """Call ``hook`` with the service once it exists (now, if it does)."""
         with self._lock:
             if self._service is None:
@@ -135,10 +135,7 @@ def build_server(service: ServiceRef, *, identify: Identify, limits: Limits,
     tools = tool_list()
     subs = Subscriptions()
 
-    def hear(k: Kairos) -> None:
-        k.changes.listen(subs.changed)
-
-    service.when_built(hear)
+    service.when_built(lambda k: k.changes.listen(subs.changed))
 
     async def list_tools(ctx: ServerRequestContext[Any, Any],
                          params: types.PaginatedRequestParams | None) -> types.ListToolsResult:

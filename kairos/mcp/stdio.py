@@ -42,11 +42,9 @@ def process_session_id(env: Mapping[str, str] | None = None) -> str:
     return uuid.uuid4().hex
 
 
-def run_stdio(settings: Settings, session_id: str | None = None) -> None:
+def run_stdio(settings: Settings, session_id: str) -> None:
     """Serve MCP on stdin/stdout until the host closes the pipe."""
     from mcp.server.stdio import stdio_server
-
-    sid = session_id or process_session_id()
 
     def make() -> Kairos:
         from ..service.wiring import open_service, settle
@@ -56,7 +54,7 @@ def run_stdio(settings: Settings, session_id: str | None = None) -> None:
         return service
 
     service = ServiceRef(make)
-    server = build_server(service, identify=local_identity(settings.space, sid),
+    server = build_server(service, identify=local_identity(settings.space, session_id),
                           limits=settings.limits)
 
     async def main() -> None:

@@ -136,7 +136,7 @@ class RunService:
             repo.insert_nonce(nonce, run_id, 0, 1, stamp)
             counts = Counts(ctx.protocol_id, caller.space, ctx.steps.version)
             counts.add(runs=1, last_run_at=stamp)
-            repo.count(counts)
+            counts.apply(repo.conn)
         return response
 
     # --- next ------------------------------------------------------------------------------
@@ -164,7 +164,7 @@ class RunService:
                 counts = _counts(run)
                 judged = self._judge(repo, run, self._steps(repo, ctx, run), solution, uri,
                                      "kairos_next", counts)
-                repo.count(counts)
+                counts.apply(repo.conn)
                 assert judged.response is not None  # the step after the one answered: never
                 return judged.response              # past the last
 
@@ -201,7 +201,7 @@ class RunService:
                                          uri, "kairos_attest", counts, done)
                     if judged.proofs is None:  # refused: answered as kairos_next would
                         assert judged.response is not None
-                        repo.count(counts)
+                        counts.apply(repo.conn)
                         return judged.response
                 return self._finish(repo, run, done, counts, judged)
 
@@ -266,7 +266,7 @@ class RunService:
                                 outcome=done.outcome, message=done.message,
                                 quality_bonus=done.bonus, llm_model_id=done.model,
                                 proven=proven, created_at=stamp)
-        repo.count(counts)  # first: its lock on the protocol's statistics row makes the
+        counts.apply(repo.conn)  # first: its lock on the protocol's statistics row makes the
         # attests of one protocol learn in turn (two learning one trigger would collide)
         if done.outcome == "success" and proven:
             self.protocols.search.learning.learn(repo, swapped)  # the searches that led here

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 
 from sqlalchemy import and_, bindparam, select, update
@@ -19,7 +20,6 @@ from . import schema
 
 #: Columns of ``protocol_metrics`` that are added to; the others given are set.
 PROTOCOL_COUNTERS = ("runs", "successes", "failures", "quality_bonus")
-_BUMPS: dict[tuple[str, tuple[str, ...]], Executable] = {}
 
 
 @dataclass
@@ -52,34 +52,33 @@ class Counts:
     def model(self, model: str, outcome: str, delta: int) -> None:
         self.models[model][outcome] += delta
 
-
-def apply(conn: Connection, counts: Counts) -> None:
-    """Write ``counts``: the steps' rows in order of id, then the protocol's row (read
-    under its lock when a model's counts change, since ``per_model`` is one JSON value),
-    then the version's. A row not made yet (a built-in protocol's first run in a space, a
-    version's first run) is made as it is first counted."""
-    mine = {"protocol_id": counts.protocol_id, "space": counts.space}
-    for step_id in sorted(counts.steps):
-        deltas = {k: v for k, v in counts.steps[step_id].items() if v}
-        if deltas:
-            _count(conn, "step", {"step_id": step_id, "space": counts.space}, deltas, mine)
-    values = dict(counts.protocol)
-    if any(any(d.values()) for d in counts.models.values()):
-        m = schema.protocol_metrics.c
-        row = conn.execute(select(m.per_model).where(
-            (m.protocol_id == counts.protocol_id) & (m.space == counts.space))
-            .with_for_update()).first()
-        per_model = {k: dict(v) for k, v in (row[0] if row else {}).items()}
-        for model, deltas in counts.models.items():
-            by_outcome = per_model.setdefault(model, {})
-            for outcome, delta in deltas.items():
-                by_outcome[outcome] = by_outcome.get(outcome, 0) + delta
-        values["per_model"] = per_model
-    if values:
-        _count(conn, "protocol", mine, values, {"per_model": {}})
-    deltas = {k: v for k, v in counts.protocol.items() if k in PROTOCOL_COUNTERS and v}
-    if counts.version is not None and deltas:
-        _count(conn, "version", {**mine, "version": counts.version}, deltas, {})
+    def apply(self, conn: Connection) -> None:
+        """Write these changes: the steps' rows in order of id, then the protocol's row (read
+        under its lock when a model's counts change, since ``per_model`` is one JSON value),
+        then the version's. A row not made yet (a built-in protocol's first run in a space, a
+        version's first run) is made as it is first counted."""
+        mine = {"protocol_id": self.protocol_id, "space": self.space}
+        for step_id in sorted(self.steps):
+            deltas = {k: v for k, v in self.steps[step_id].items() if v}
+            if deltas:
+                _count(conn, "step", {"step_id": step_id, "space": self.space}, deltas, mine)
+        values = dict(self.protocol)
+        if any(any(d.values()) for d in self.models.values()):
+            m = schema.protocol_metrics.c
+            row = conn.execute(select(m.per_model).where(
+                (m.protocol_id == self.protocol_id) & (m.space == self.space))
+                .with_for_update()).first()
+            per_model = {k: dict(v) for k, v in (row[0] if row else {}).items()}
+            for model, deltas in self.models.items():
+                by_outcome = per_model.setdefault(model, {})
+                for outcome, delta in deltas.items():
+                    by_outcome[outcome] = by_outcome.get(outcome, 0) + delta
+            values["per_model"] = per_model
+        if values:
+            _count(conn, "protocol", mine, values, {"per_model": {}})
+        deltas = {k: v for k, v in self.protocol.items() if k in PROTOCOL_COUNTERS and v}
+        if self.version is not None and deltas:
+            _count(conn, "version", {**mine, "version": self.version}, deltas, {})
 
 
 #: Each statistics table, and the columns that name one of its rows.
@@ -98,11 +97,7 @@ def _count(conn: Connection, table: str, row: dict[str, Any], values: dict[str, 
               **{f"v_{k}" if _sets(table, k) else f"d_{k}": v for k, v in values.items()}}
     if conn.execute(stmt, params).rowcount:
         return
-    insert = _BUMPS.get((f"new {table}", (conn.dialect.name,)))
-    if insert is None:
-        insert = _BUMPS[(f"new {table}", (conn.dialect.name,))] = schema.insert_new(
-            conn, _TABLES[table][0])
-    conn.execute(insert, {**new, **row})
+    conn.execute(schema.insert_new(conn, _TABLES[table][0]), {**new, **row})
     conn.execute(stmt, params)
 
 
@@ -112,19 +107,16 @@ def _sets(table: str, column: str) -> bool:
     return table == "protocol" and column not in PROTOCOL_COUNTERS
 
 
+@cache
 def _bump(table: str, keys: tuple[str, ...]) -> Executable:
     """The UPDATE of the row named by ``b_<column>`` that adds ``d_<key>`` to each counter
     of ``keys`` and sets ``v_<key>`` to each other column (one statement per table and set
     of keys, built on first use: the run loop runs a handful per call, and building one
     costs more than running it)."""
-    stmt = _BUMPS.get((table, keys))
-    if stmt is None:
-        t, names = _TABLES[table]
-        stmt = _BUMPS[(table, keys)] = update(t).where(
-            and_(*(t.c[n] == bindparam(f"b_{n}") for n in names))).values(
-            {k: bindparam(f"v_{k}", type_=t.c[k].type) if _sets(table, k)
-             else t.c[k] + bindparam(f"d_{k}") for k in keys})
-    return stmt
+    t, names = _TABLES[table]
+    return update(t).where(and_(*(t.c[n] == bindparam(f"b_{n}") for n in names))).values(
+        {k: bindparam(f"v_{k}", type_=t.c[k].type) if _sets(table, k)
+         else t.c[k] + bindparam(f"d_{k}") for k in keys})
 
 
-__all__ = ["PROTOCOL_COUNTERS", "Counts", "apply"]
+__all__ = ["PROTOCOL_COUNTERS", "Counts"]

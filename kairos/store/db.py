@@ -137,7 +137,6 @@ class Store:
     remembered for ``health`` until a write succeeds."""
 
     def __init__(self, url: str, *, migrate_schema: bool = True) -> None:
-        self.url = url
         self.engine = make_engine(url)
         self.dialect = self.engine.dialect.name
         self.text_index, self.vector_index, self.shared_sessions = make_indexes(self.dialect)
@@ -151,7 +150,7 @@ class Store:
         # in growing steps (up to 100 ms) instead. Other processes still meet busy_timeout.
         self._writer: AbstractContextManager[Any] = (
             threading.Lock() if self.dialect == "sqlite" else nullcontext())
-        self._spaces = SpaceLocks(self.engine)
+        self._spaces = SpaceLocks(self.engine, self.path)
         if migrate_schema:
             with self.faults():
                 migrate(self.engine)

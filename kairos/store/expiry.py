@@ -6,6 +6,7 @@ from __future__ import annotations
 from sqlalchemy import and_, text, update
 
 from . import schema
+from .reads import equal
 from .repo import Repo
 
 #: The key of the PostgreSQL advisory lock one sweep at a time holds ("kairos" + 1).
@@ -30,11 +31,9 @@ def abandon(repo: Repo, *, status: str, active: str, stamp: str, message: str,
     The run's version moves on, as with every change of a run (``Repo.swap_run``).
     Returns how many runs were closed."""
     r = schema.runs.c
-    cond = r.status == active
+    cond = and_(r.status == active, *equal(r, id=run_id))
     if idle_before is not None:
         cond = and_(cond, r.updated_at < idle_before)
-    if run_id is not None:
-        cond = and_(cond, r.id == run_id)
     result = repo.conn.execute(update(schema.runs).where(cond).values(
         status=status, challenge=None, nonce=None, message=message, updated_at=stamp,
         version=r.version + 1))

@@ -4,7 +4,7 @@ learned from (``search_leads``): the statements of ``search.learning``."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from sqlalchemy import delete, func, insert, select, update
@@ -66,11 +66,9 @@ def keep_recent(conn: Connection, protocol_id: str, keep: int) -> None:
 
 
 def listing(conn: Connection, protocol_id: str) -> list[LearnedTrigger]:
-    return [{"id": r.id, "text": r.text, "runs": r.runs, "created_at": r.created_at,
-             "last_seen": r.last_seen}
-            for r in conn.execute(select(_L.id, _L.text, _L.runs, _L.created_at, _L.last_seen)
-                                  .where(_L.protocol_id == protocol_id)
-                                  .order_by(_L.last_seen.desc(), _L.id))]
+    q = (select(_L.id, _L.text, _L.runs, _L.created_at, _L.last_seen)
+         .where(_L.protocol_id == protocol_id).order_by(_L.last_seen.desc(), _L.id))
+    return [cast(LearnedTrigger, dict(r)) for r in conn.execute(q).mappings()]
 
 
 def forget(conn: Connection, protocol_id: str, trigger_ids: Sequence[str]) -> int:

@@ -12,7 +12,7 @@ from typing import Any
 from sqlalchemy import Select, false, select, true, tuple_
 
 from . import schema
-from .reads import entry_table, first_step_of
+from .reads import entry_table, equal, first_step_of
 
 
 def _protocol_rows() -> Select[Any]:
@@ -54,11 +54,8 @@ def finished_runs(space: str, after: tuple[str, str] | None, limit: int, *,
     """Up to ``limit`` runs of ``space`` with an outcome past the key ``(created_at, id)``,
     oldest first."""
     r = schema.runs.c
-    q = select(schema.runs).where(r.space == space, r.outcome.is_not(None))
-    if protocol_id is not None:
-        q = q.where(r.protocol_id == protocol_id)
-    if outcome is not None:
-        q = q.where(r.outcome == outcome)
+    q = select(schema.runs).where(r.space == space, r.outcome.is_not(None),
+                                  *equal(r, protocol_id=protocol_id, outcome=outcome))
     if after is not None:
         q = q.where(tuple_(r.created_at, r.id) > tuple_(*after))
     return q.order_by(r.created_at, r.id).limit(limit)

@@ -34,6 +34,12 @@ def _count_of(table: Any, where: ColumnElement[bool]) -> Select[Any]:
     return select(func.count()).select_from(table).where(where)
 
 
+def equal(columns: Any, **values: Any) -> list[ColumnElement[bool]]:
+    """``column == value`` for each of ``values`` that is given (not None): the optional
+    filters of a read."""
+    return [columns[name] == value for name, value in values.items() if value is not None]
+
+
 def step_count_of(protocol_id: Any) -> Any:
     """How many steps the protocol ``protocol_id`` (a column or a value) has."""
     steps = schema.steps.c
@@ -69,15 +75,13 @@ def protocol_page(space: str, *, limit: int, offset: int, title: str | None = No
     ``protocol_id`` that one. Each row: the protocol's columns, ``step_id`` (step 1),
     ``step_count``, its statistics in ``space`` and ``proven_runs``/``unproven_runs``."""
     p, m = schema.protocols.c, schema.protocol_metrics.c
-    where: list[ColumnElement[bool]] = [
-        or_(p.space == space, p.builtin) if builtin else p.space == space]
+    where = [or_(p.space == space, p.builtin) if builtin else p.space == space,
+             *equal(p, id=protocol_id)]
     if title:
         where.append(p.title_key.contains(title_key(title), autoescape=True))
     if tag:  # tags are a JSON list of strings: the quoted tag in its text
         quoted = json.dumps(tag, ensure_ascii=False)
         where.append(cast(p.tags, Text).contains(quoted, autoescape=True))
-    if protocol_id is not None:
-        where.append(p.id == protocol_id)
     cond = and_(*where)
     page = (select(p.id, p.title, p.tags, p.builtin, p.intro, p.created_at, p.updated_at,
                    first_step_of(p.id).label("step_id"),
@@ -100,14 +104,7 @@ def run_page(space: str, *, limit: int, offset: int, status: str | None = None,
     ``run_id``: only those). Each row: the run's columns, its protocol's ``title``, the
     ``step_count`` of the version it follows, and its ``proofs``."""
     r, p, pr, v = schema.runs.c, schema.protocols.c, schema.proofs.c, schema.protocol_versions.c
-    where: list[ColumnElement[bool]] = [r.space == space]
-    if status is not None:
-        where.append(r.status == status)
-    if protocol_id is not None:
-        where.append(r.protocol_id == protocol_id)
-    if run_id is not None:
-        where.append(r.id == run_id)
-    cond = and_(*where)
+    cond = and_(r.space == space, *equal(r, status=status, protocol_id=protocol_id, id=run_id))
     proofs = select(func.count()).where(pr.run_id == r.id).scalar_subquery()
     steps = func.coalesce(func.json_array_length(v.steps), step_count_of(r.protocol_id))
     page = (select(schema.runs, p.title, steps.label("step_count"), proofs.label("proofs"))
@@ -123,10 +120,7 @@ def entry_page(space: str, kind: str, *, limit: int, offset: int,
     """Experiences or manuals (``kind``) of the space, most recently changed first;
     ``category``: only those."""
     table = entry_table(kind)
-    where: list[ColumnElement[bool]] = [table.c.space == space]
-    if category is not None:
-        where.append(table.c.category == category)
-    cond = and_(*where)
+    cond = and_(table.c.space == space, *equal(table.c, category=category))
     page = (select(table).where(cond).order_by(table.c.updated_at.desc(), table.c.id)
             .limit(limit).offset(offset))
     return PageQuery(page, _count_of(table, cond))
@@ -158,5 +152,5 @@ def ids_starting(kind: str, prefix: str, spaces: Sequence[str], limit: int = 2) 
             .order_by(table.c.id).limit(limit))
 
 
-__all__ = ["PROTOCOL_ORDER", "PageQuery", "entry_page", "entry_table", "ids_starting",
+__all__ = ["PROTOCOL_ORDER", "PageQuery", "entry_page", "entry_table", "equal", "ids_starting",
            "latest_attestation", "outcome_series", "protocol_page", "run_page", "step_count_of"]

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import Select, bindparam, delete, func, insert, select, update
+from sqlalchemy import bindparam, delete, func, insert, select, update
 from sqlalchemy.engine import Connection, RowMapping
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.sql import Executable
 
-from . import counts as metrics
 from . import schema
 from .reads import PageQuery
 
@@ -83,23 +83,23 @@ class Repo:
 
     def page(self, query: PageQuery) -> tuple[list[Row], int]:
         """A page's rows and the total it is a page of."""
-        return (list(self.conn.execute(query.page).mappings()),
-                int(self.conn.execute(query.total).scalar_one()))
+        return self.all(query.page), int(self.conn.execute(query.total).scalar_one())
 
-    def all(self, query: Select[Any]) -> list[Row]:
-        """Every row of a read built in ``reads``."""
-        return list(self.conn.execute(query).mappings())
+    def all(self, query: Executable, params: Mapping[str, Any] | None = None) -> list[Row]:
+        """Every row of a query (such as a read built in ``reads``)."""
+        return list(self.conn.execute(query, params).mappings())
+
+    def _first(self, query: Executable, params: Mapping[str, Any] | None = None) -> Row | None:
+        return self.conn.execute(query, params).mappings().first()
 
     # --- protocols and steps ---------------------------------------------------------------
 
     def protocol(self, protocol_id: str) -> Row | None:
-        return self.conn.execute(
-            select(schema.protocols).where(schema.protocols.c.id == protocol_id)).mappings().first()
+        return self._first(select(schema.protocols).where(schema.protocols.c.id == protocol_id))
 
     def protocol_by_title(self, space: str, title_key: str) -> Row | None:
-        q = select(schema.protocols).where(schema.protocols.c.space == space,
-                                      schema.protocols.c.title_key == title_key)
-        return self.conn.execute(q).mappings().first()
+        p = schema.protocols
+        return self._first(select(p).where(p.c.space == space, p.c.title_key == title_key))
 
     def insert_protocol(self, **values: Any) -> None:
         self.conn.execute(insert(schema.protocols).values(**values))
@@ -110,10 +110,9 @@ class Repo:
 
     def touch_protocol(self, protocol_id: str, seen: str, stamp: str, **values: Any) -> bool:
         """Stamp a protocol as changed at ``stamp`` if it is still as read at ``seen``."""
-        return bool(self.conn.execute(
-            update(schema.protocols).where((schema.protocols.c.id == protocol_id)
-                                      & (schema.protocols.c.updated_at == seen))
-            .values(updated_at=stamp, **values)).rowcount)
+        p = schema.protocols
+        return bool(self.conn.execute(update(p).where(p.c.id == protocol_id, p.c.updated_at == seen)
+                                      .values(updated_at=stamp, **values)).rowcount)
 
     def delete_protocol(self, protocol_id: str) -> None:
         """A protocol, its steps, and the versions no run follows."""
@@ -130,17 +129,14 @@ class Repo:
         self.conn.execute(insert(schema.protocol_versions).values(**values))
 
     def version(self, protocol_id: str, version: int) -> Row | None:
-        return self.conn.execute(_VERSION, {"b_protocol": protocol_id,
-                                            "b_version": version}).mappings().first()
+        return self._first(_VERSION, {"b_protocol": protocol_id, "b_version": version})
 
     def versions_of(self, protocol_id: str) -> list[Row]:
-        v = schema.protocol_versions.c
-        return list(self.conn.execute(select(schema.protocol_versions).where(
-            v.protocol_id == protocol_id).order_by(v.version)).mappings())
+        v = schema.protocol_versions
+        return self.all(select(v).where(v.c.protocol_id == protocol_id).order_by(v.c.version))
 
     def step(self, step_id: str) -> Row | None:
-        q = select(schema.steps).where(schema.steps.c.id == step_id)
-        return self.conn.execute(q).mappings().first()
+        return self._first(select(schema.steps).where(schema.steps.c.id == step_id))
 
     def protocols_with_first_step(self, protocol_ids: Sequence[str]) -> dict[str, Row]:
         """Title, tags and builtin of each protocol with its first step's id and label."""
@@ -156,7 +152,7 @@ class Repo:
         return {r["id"]: r for r in self.conn.execute(q).mappings()}
 
     def steps_of(self, protocol_id: str) -> list[Row]:
-        return list(self.conn.execute(_STEPS_OF, {"b_protocol": protocol_id}).mappings())
+        return self.all(_STEPS_OF, {"b_protocol": protocol_id})
 
     def run_context(self, step_id: str, nonce: str | None
                     ) -> tuple[dict[str, Any], dict[str, Any] | None] | None:
@@ -194,24 +190,21 @@ class Repo:
         self.conn.execute(_INSERT_RUN, values)
 
     def run(self, run_id: str) -> Row | None:
-        return self.conn.execute(_RUN, {"b_id": run_id}).mappings().first()
+        return self._first(_RUN, {"b_id": run_id})
 
     def run_by_nonce(self, nonce: str) -> Row | None:
-        q = select(schema.runs).join(
-            schema.nonces, schema.nonces.c.run_id == schema.runs.c.id).where(
-            schema.nonces.c.nonce == nonce)
-        return self.conn.execute(q).mappings().first()
+        runs, nonces = schema.runs, schema.nonces
+        return self._first(select(runs).join(nonces, nonces.c.run_id == runs.c.id)
+                           .where(nonces.c.nonce == nonce))
 
     def latest_run(self, space: str, caller: str, protocol_id: str, statuses: Sequence[str],
                    step_index: int | None = None) -> Row | None:
-        q = select(schema.runs).where(schema.runs.c.caller == caller,
-                                 schema.runs.c.protocol_id == protocol_id,
-                                 schema.runs.c.status.in_(list(statuses)),
-                                 schema.runs.c.space == space)
+        r = schema.runs.c
+        q = select(schema.runs).where(r.caller == caller, r.protocol_id == protocol_id,
+                                      r.status.in_(list(statuses)), r.space == space)
         if step_index is not None:
-            q = q.where(schema.runs.c.step_index == step_index)
-        q = q.order_by(schema.runs.c.updated_at.desc(), schema.runs.c.created_at.desc()).limit(1)
-        return self.conn.execute(q).mappings().first()
+            q = q.where(r.step_index == step_index)
+        return self._first(q.order_by(r.updated_at.desc(), r.created_at.desc()).limit(1))
 
     def locked_run(self, run: Mapping[Any, Any]) -> Mapping[Any, Any] | None:
         """``run`` as it is now, locked until this write commits (PostgreSQL: another
@@ -219,15 +212,15 @@ class Repo:
         writer the row read in this transaction is already that."""
         if self.one_writer:
             return run
-        return self.conn.execute(_LOCK_RUN, {"b_id": run["id"]}).mappings().first()
+        return self._first(_LOCK_RUN, {"b_id": run["id"]})
 
     def swap_run(self, run: Mapping[Any, Any], **values: Any) -> Row | None:
         """Update ``run`` only if it is still the version that was read: the one
         conditional write that makes a nonce single-use and an outcome recorded once,
         across threads and replicas. The run as written; None: another writer changed it
         first."""
-        return self.conn.execute(_SWAP, {"b_id": run["id"], "b_version": run["version"],
-                                         "b_nonce": run["nonce"], **values}).mappings().first()
+        return self._first(_SWAP, {"b_id": run["id"], "b_version": run["version"],
+                                   "b_nonce": run["nonce"], **values})
 
     def insert_nonce(self, nonce: str, run_id: str, step_index: int, attempt: int,
                      issued_at: str) -> None:
@@ -248,9 +241,8 @@ class Repo:
         return int(self.conn.execute(_PROOF_COUNT, {"b_run": run_id}).scalar_one())
 
     def proofs(self, run_id: str) -> list[Row]:
-        proofs = schema.proofs
-        q = select(proofs).where(proofs.c.run_id == run_id).order_by(proofs.c.seq)
-        return list(self.conn.execute(q).mappings())
+        p = schema.proofs
+        return self.all(select(p).where(p.c.run_id == run_id).order_by(p.c.seq))
 
     def insert_attestation(self, **values: Any) -> None:
         self.conn.execute(insert(schema.attestations).values(**values))
@@ -258,14 +250,13 @@ class Repo:
     # --- quality metrics -------------------------------------------------------------------
 
     def protocol_metrics(self, protocol_id: str, space: str) -> Row | None:
-        m = schema.protocol_metrics.c
-        return self.conn.execute(select(schema.protocol_metrics).where(
-            (m.protocol_id == protocol_id) & (m.space == space))).mappings().first()
+        m = schema.protocol_metrics
+        return self._first(select(m).where(m.c.protocol_id == protocol_id, m.c.space == space))
 
     def create_metrics(self, protocol_id: str, space: str, step_ids: Sequence[str]) -> None:
         """The statistics rows of a protocol as run in ``space`` (those missing), made with
         a protocol and its steps; an existing row is left as it is. Counting makes a row
-        still missing (a built-in protocol's in a space that runs it: ``counts.apply``)."""
+        still missing (a built-in protocol's in a space that runs it: ``Counts.apply``)."""
         self.conn.execute(schema.insert_new(self.conn, schema.protocol_metrics).values(
             protocol_id=protocol_id, space=space, runs=0, successes=0, failures=0,
             quality_bonus=0.0, per_model={}))
@@ -274,27 +265,21 @@ class Repo:
                 {"step_id": s, "space": space, "protocol_id": protocol_id, "accepted": 0,
                  "refused": 0, "failures": 0} for s in step_ids])
 
-    def count(self, counts: metrics.Counts) -> None:
-        """Apply one write's changes to the statistics (``counts.apply``: one lock order)."""
-        metrics.apply(self.conn, counts)
-
     def version_metrics_of(self, protocol_id: str, space: str) -> dict[int, Row]:
-        v = schema.version_metrics.c
-        q = select(schema.version_metrics).where((v.protocol_id == protocol_id)
-                                                 & (v.space == space))
-        return {r["version"]: r for r in self.conn.execute(q).mappings()}
+        v = schema.version_metrics
+        q = select(v).where(v.c.protocol_id == protocol_id, v.c.space == space)
+        return {r["version"]: r for r in self.all(q)}
 
     def step_metrics_of(self, protocol_id: str, space: str) -> dict[str, Row]:
-        s = schema.step_metrics.c
-        q = select(schema.step_metrics).where((s.protocol_id == protocol_id) & (s.space == space))
-        return {r["step_id"]: r for r in self.conn.execute(q).mappings()}
+        s = schema.step_metrics
+        q = select(s).where(s.c.protocol_id == protocol_id, s.c.space == space)
+        return {r["step_id"]: r for r in self.all(q)}
 
     # --- categories and entries ------------------------------------------------------------
 
     def categories(self, space: str) -> list[Row]:
-        q = select(schema.categories).where(schema.categories.c.space == space).order_by(
-            schema.categories.c.code)
-        return list(self.conn.execute(q).mappings())
+        table = schema.categories
+        return self.all(select(table).where(table.c.space == space).order_by(table.c.code))
 
     def insert_categories(self, space: str, rows: Iterable[tuple[str, str, str]]) -> None:
         """Insert ``(code, name, description)`` rows, or nothing when another writer's
@@ -311,7 +296,7 @@ class Repo:
     def entry(self, kind: str, entity_id: str) -> Row | None:
         """An experience or a manual (``kind``) by id, in any space."""
         table = schema.entry_table(kind)
-        return self.conn.execute(select(table).where(table.c.id == entity_id)).mappings().first()
+        return self._first(select(table).where(table.c.id == entity_id))
 
     def insert_entry(self, kind: str, **values: Any) -> None:
         self.conn.execute(insert(schema.entry_table(kind)).values(**values))

@@ -38,15 +38,14 @@ def space_key(space: str) -> int:
 
 
 class SpaceLocks:
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, sqlite_file: Path | None) -> None:
         self.engine = engine
         self.postgres = engine.dialect.name == "postgresql"
         self._guard = threading.Lock()
         self._locks: dict[str, list[Any]] = {}  # space → [lock, holders and waiters]
         size = getattr(engine.pool, "size", lambda: 8)()
         self._holders = threading.BoundedSemaphore(max(1, size // 2))
-        database = engine.url.database if engine.dialect.name == "sqlite" else None
-        self._path = (Path(f"{database}.locks") if database and database != ":memory:"
+        self._path = (Path(f"{sqlite_file}.locks") if sqlite_file is not None
                       and fcntl is not None else None)
         # One descriptor for the store's life: closing any descriptor of a file drops
         # every byte-range lock the process holds on it.
@@ -82,11 +81,8 @@ class SpaceLocks:
 
     @contextmanager
     def _across_processes(self, space: str) -> Iterator[None]:
-        if self._path is None:
-            yield
-            return
         with self._guard:
-            if self._fd is None:
+            if self._fd is None and self._path is not None:
                 try:
                     self._fd = self._path.open("a+b")
                 except OSError:  # a read-only home: there are no writes to serialise

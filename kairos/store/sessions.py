@@ -48,21 +48,18 @@ class DbSessionStore(Sessions):
                viewed: Iterable[str] = (), cited: Iterable[str] = ()) -> SessionInfo:
         now = self.clock()
         with self.store.write() as repo:
-            conn = repo.conn
+            conn, table = repo.conn, schema.search_sessions
             row = self._row(conn, session_id, lock=True)
-            if row is None:
-                conn.execute(delete(schema.search_sessions).where(
-                    schema.search_sessions.c.session_id == session_id))
-                lists = SessionLists()
-                conn.execute(insert(schema.search_sessions).values(
-                    session_id=session_id, last_seen=now, **asdict(lists)))
+            lists = SessionLists() if row is None else _lists(row)
+            lists.add(query=query, viewed=viewed, cited=cited)
+            values = {"last_seen": now, **asdict(lists)}
+            this = table.c.session_id == session_id
+            if row is None:  # new, or in place of one expired
+                conn.execute(delete(table).where(this))
+                conn.execute(insert(table).values(session_id=session_id, **values))
                 self._evict(conn, now)
             else:
-                lists = _lists(row)
-            lists.add(query=query, viewed=viewed, cited=cited)
-            conn.execute(update(schema.search_sessions).where(
-                schema.search_sessions.c.session_id == session_id).values(
-                    last_seen=now, **asdict(lists)))
+                conn.execute(update(table).where(this).values(**values))
         return lists.info(session_id)
 
     def _evict(self, conn: Any, now: float) -> None:

@@ -65,7 +65,8 @@ class TextIndex:
         raise NotImplementedError
 
 
-def _kinds(kinds: Sequence[str]) -> str:
+def kinds_in(kinds: Sequence[str]) -> str:
+    """The SQL list of ``kinds`` (names of letters: nothing to escape)."""
     return ", ".join(f"'{k}'" for k in kinds if k.isalpha()) or "''"
 
 
@@ -187,15 +188,15 @@ class PgFts(TextIndex):
         if not lexemes:
             return TextMatches({}, _none)
         lex_list = list(lexemes)
-        any_q = " | ".join("'" + lex.replace("'", "''") + "'" for lex in lex_list)
-        counts = ", ".join(f"count(*) FILTER (WHERE tsv @@ CAST(:l{i} AS tsquery))"
-                           for i in range(len(lex_list)))
         quoted = {f"l{i}": "'" + lex.replace("'", "''") + "'" for i, lex in enumerate(lex_list)}
+        any_q = " | ".join(quoted.values())
+        counts = ", ".join(f"count(*) FILTER (WHERE tsv @@ CAST(:{name} AS tsquery))"
+                           for name in quoted)
         stats = conn.execute(text(
             "SELECT (SELECT count(*) FROM search_docs), "
             "(SELECT coalesce(avg(ntokens), 0) FROM search_docs), "
             "(SELECT count(*) FROM search_docs WHERE space = :space "
-            f"AND kind IN ({_kinds(kinds)})), " + counts +
+            f"AND kind IN ({kinds_in(kinds)})), " + counts +
             " FROM search_docs WHERE tsv @@ CAST(:any AS tsquery)"),
             {"any": any_q, "space": space, **quoted}).one()
         n_rows, avg_len = int(stats[0]), float(stats[1]) + SCOPE_TOKENS
@@ -206,7 +207,7 @@ class PgFts(TextIndex):
                 else "ORDER BY ts_rank(tsv, CAST(:any AS tsquery)) DESC LIMIT :limit")
         top = [int(r[0]) for r in conn.execute(text(
             "SELECT rid FROM search_docs WHERE tsv @@ CAST(:any AS tsquery) "
-            f"AND space = :space AND kind IN ({_kinds(kinds)}) {best}"),
+            f"AND space = :space AND kind IN ({kinds_in(kinds)}) {best}"),
             {"any": any_q, "space": space, "limit": limit})]
 
         def of(rids: Sequence[int]) -> dict[int, float]:
@@ -214,7 +215,7 @@ class PgFts(TextIndex):
             for rid, ntokens, lex, weights in conn.execute(text(
                     "SELECT d.rid, d.ntokens, u.lexeme, u.weights FROM search_docs d, "
                     "unnest(d.tsv) u WHERE d.rid = ANY(:rids) AND u.lexeme = ANY(:lex) "
-                    f"AND d.space = :space AND d.kind IN ({_kinds(kinds)})"),
+                    f"AND d.space = :space AND d.kind IN ({kinds_in(kinds)})"),
                     {"rids": list(rids), "lex": lex_list, "space": space}):
                 tf = sum(self.WEIGHTS.get(str(w), 1.0) for w in weights)
                 bm25[int(rid)] = bm25.get(int(rid), 0.0) + scoring.bm25_term(

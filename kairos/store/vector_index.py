@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 from sqlalchemy import delete, func, insert, select, text, update
@@ -19,6 +20,7 @@ from threadpoolctl import threadpool_limits
 
 from ..domain import scoring
 from . import schema, search_docs
+from .text_index import kinds_in
 
 
 class VectorIndex:
@@ -79,8 +81,15 @@ def _combine(cosines: np.ndarray, seq: int | None) -> float:
     return float(cosines[min(seq, len(cosines) - 1)])
 
 
-def _roles(roles: Sequence[str] | None, n: int) -> Sequence[str]:
-    return roles if roles is not None else ["doc"] * n
+def _replace(conn: Connection, rid: int, vectors: np.ndarray, model_id: str,
+             roles: Sequence[str] | None) -> tuple[np.ndarray, list[dict[str, Any]]]:
+    """Delete a document's vectors; the new ones as a matrix, and as the rows to insert."""
+    conn.execute(delete(schema.search_vectors).where(schema.search_vectors.c.rid == rid))
+    matrix = np.asarray(vectors, dtype=np.float32).reshape(len(vectors), -1)
+    roles = roles if roles is not None else ["doc"] * len(matrix)
+    rows = [{"rid": rid, "seq": i, "model_id": model_id, "vector": row.tobytes(), "role": role}
+            for i, (row, role) in enumerate(zip(matrix, roles, strict=True))]
+    return matrix, rows
 
 
 def _version(conn: Connection) -> int:
@@ -113,12 +122,8 @@ class MemoryVectorIndex(VectorIndex):
 
     def upsert(self, conn: Connection, rid: int, space: str, kind: str, vectors: np.ndarray,
                model_id: str, roles: Sequence[str] | None = None) -> None:
-        conn.execute(delete(schema.search_vectors).where(schema.search_vectors.c.rid == rid))
-        matrix = np.asarray(vectors, dtype=np.float32).reshape(len(vectors), -1)
-        conn.execute(insert(schema.search_vectors), [
-            {"rid": rid, "seq": i, "model_id": model_id, "vector": row.tobytes(), "role": role}
-            for i, (row, role) in enumerate(zip(matrix, _roles(roles, len(matrix)),
-                                                strict=True))])
+        matrix, rows = _replace(conn, rid, vectors, model_id, roles)
+        conn.execute(insert(schema.search_vectors), rows)
         self.touch(conn, lambda: self._apply(rid, space, kind, matrix, model_id))
 
     def touch(self, conn: Connection, apply: Callable[[], None] = lambda: None) -> None:
@@ -267,15 +272,12 @@ class PgVectorIndex(VectorIndex):
 
     def upsert(self, conn: Connection, rid: int, space: str, kind: str, vectors: np.ndarray,
                model_id: str, roles: Sequence[str] | None = None) -> None:
-        conn.execute(delete(schema.search_vectors).where(schema.search_vectors.c.rid == rid))
-        matrix = np.asarray(vectors, dtype=np.float32).reshape(len(vectors), -1)
+        matrix, rows = _replace(conn, rid, vectors, model_id, roles)
         conn.execute(text(
             "INSERT INTO search_vectors (rid, seq, model_id, vector, embedding, dim, role) "
             "VALUES (:rid, :seq, :model_id, :vector, CAST(:embedding AS vector), :dim, :role)"),
-            [{"rid": rid, "seq": i, "model_id": model_id, "vector": row.tobytes(),
-              "embedding": _literal(row), "dim": int(matrix.shape[1]), "role": role}
-             for i, (row, role) in enumerate(zip(matrix, _roles(roles, len(matrix)),
-                                                 strict=True))])
+            [{**values, "embedding": _literal(vector), "dim": int(matrix.shape[1])}
+             for values, vector in zip(rows, matrix, strict=True)])
 
     def prepare(self, conn: Connection, dim: int) -> None:
         """The HNSW index for one dimension (run outside a write transaction)."""
@@ -290,11 +292,10 @@ class PgVectorIndex(VectorIndex):
         """The documents of the nearest vectors (HNSW), then ranked by their score; with
         no ``limit``, every document of the space and kinds, scored exactly."""
         dim = len(query)
-        kind_list = ", ".join(f"'{k}'" for k in kinds if k.isalpha()) or "''"
         if limit is None:
             rids = [int(r[0]) for r in conn.execute(text(
-                f"SELECT rid FROM search_docs WHERE space = :space AND kind IN ({kind_list})"),
-                {"space": space})]
+                "SELECT rid FROM search_docs WHERE space = :space "
+                f"AND kind IN ({kinds_in(kinds)})"), {"space": space})]
             return _best(self.scores(conn, query, rids, model_id=model_id, seq=seq), None)
         seq_filter = "" if seq is None else f"AND v.seq = {int(seq)} "
         # HNSW returns at most ef_search rows before the filters: ask for enough of them.
@@ -303,7 +304,7 @@ class PgVectorIndex(VectorIndex):
             "SELECT DISTINCT v.rid FROM (SELECT v.rid "
             "FROM search_vectors v JOIN search_docs d ON d.rid = v.rid "
             f"WHERE v.dim = {dim} AND v.model_id = :model AND d.space = :space "
-            f"AND d.kind IN ({kind_list}) {seq_filter}"
+            f"AND d.kind IN ({kinds_in(kinds)}) {seq_filter}"
             f"ORDER BY v.embedding::vector({dim}) <=> CAST(:q AS vector({dim})) "
             "LIMIT :limit) v"),
             {"q": _literal(query), "model": model_id, "space": space, "limit": limit * 4})
