@@ -38,8 +38,6 @@ from next_cpu import Direct, release_protocol, run_loop
 from kairos.config import load_settings
 from kairos.domain import engine, keys, proof
 from kairos.domain.bundle import (
-    AttestationFacts,
-    RunFacts,
     build_bundle,
     verify_bundle,
 )
@@ -139,9 +137,10 @@ def bundles() -> dict[str, Any]:
         steps = tuple(StepData(r["step_uri"], "", "", {k: v for k, v in r["challenge"].items()
                                                        if k not in ("nonce", "proof_hash")})
                       for r in recs)
-        args = (RunFacts(recs[0]["run_id"], "finished", "success", True, "t", "t", RFC8785),
-                ProtocolData("p", "Bench", 1, "# Bench\n" * n, steps), recs,
-                AttestationFacts("success", "ok", "t"), KEY)
+        run = {"id": recs[0]["run_id"], "status": "finished", "outcome": "success",
+               "proven": True, "created_at": "t", "updated_at": "t", "chain_rule": RFC8785}
+        args = (run, ProtocolData("p", "Bench", 1, "# Bench\n" * n, steps), recs,
+                {"outcome": "success", "message": "ok", "time": "t"}, KEY)
         bundle = build_bundle(*args)
         assert verify_bundle(bundle, [KEY.public_key()]).valid
         out[f"proofs_{n}"] = {

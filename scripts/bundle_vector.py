@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from kairos.domain import engine, keys, markdown  # noqa: E402
-from kairos.domain.bundle import AttestationFacts, RunFacts, build_bundle  # noqa: E402
+from kairos.domain.bundle import build_bundle  # noqa: E402
 from kairos.domain.canonical import KAIROS_JSON_1, RFC8785, canonical_bytes, jcs  # noqa: E402
 from kairos.domain.proof import RECORD_KEYS, chain_hash  # noqa: E402
 from kairos.domain.run_data import ProtocolData, StepData  # noqa: E402
@@ -63,12 +63,14 @@ def vector() -> tuple[dict[str, Any], dict[str, Any]]:
             "previous_hash": previous, "time": f"2025-06-01T12:0{i}:00.000000+00:00"}
         previous = record["proof_hash"] = chain_hash(previous, record, RFC8785)
         proofs.append(record)
-    run = RunFacts(RUN_ID, "finished", "success", True, "2025-06-01T12:00:00.000000+00:00",
-                   "2025-06-01T12:02:00.000000+00:00", RFC8785)
+    run = {"id": RUN_ID, "status": "finished", "outcome": "success", "proven": True,
+           "created_at": "2025-06-01T12:00:00.000000+00:00",
+           "updated_at": "2025-06-01T12:02:00.000000+00:00", "chain_rule": RFC8785}
     version = ProtocolData(PROTOCOL_ID, "Rotate the API key — clés", 1, MARKDOWN, tuple(
         StepData(uri, s.label, s.content, s.challenge.to_dict())
         for uri, s in zip(uris, steps, strict=True)))
-    attestation = AttestationFacts("success", "Key rotated.", "2025-06-01T12:02:00.000000+00:00")
+    attestation = {"outcome": "success", "message": "Key rotated.",
+                   "time": "2025-06-01T12:02:00.000000+00:00"}
     bundle = build_bundle(run, version, proofs, attestation, key)
     return keys.key_set([key.public_key()]), bundle
 

@@ -12,7 +12,7 @@ verdict. No I/O here: a key comes in as an object or as bytes.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 from cryptography.exceptions import InvalidSignature
@@ -21,6 +21,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 from . import keys as keyring
 from .bundle_format import (
     ALG,
+    ATTESTATION,
     BODY_LINK,
     CHAIN_HEAD_LINK,
     CHAIN_LINK,
@@ -57,47 +58,26 @@ from .texts import GENESIS_HASH
 Bundle = dict[str, Any]
 
 
-@dataclass(frozen=True)
-class RunFacts:
-    """The run as the store holds it; ``chain_rule`` is the rule its chain was hashed with
-    (``canonical.CHAIN_RULES``)."""
-
-    id: str
-    status: str
-    outcome: str | None
-    proven: bool
-    created_at: str
-    updated_at: str
-    chain_rule: str
-
-
-@dataclass(frozen=True)
-class AttestationFacts:
-    """The run's latest attestation."""
-
-    outcome: str
-    message: str
-    time: str
-
-
-def build_bundle(run: RunFacts, version: ProtocolData, proofs: Sequence[Mapping[str, Any]],
-                 attestation: AttestationFacts | None,
+def build_bundle(run: Mapping[str, Any], version: ProtocolData,
+                 proofs: Sequence[Mapping[str, Any]], attestation: Mapping[str, Any] | None,
                  key: Ed25519PrivateKey | bytes) -> Bundle:
-    """The signed bundle of a run that began on ``version``. ``proofs`` are the run's
-    records in order, each with its ``proof_hash`` (as the store keeps them). Signs once
-    and checks nothing of the chain: the verifier does. ``ValidationError`` when a part
-    breaks the format."""
+    """The signed bundle of a run that began on ``version``. ``run`` holds the fields of
+    ``bundle_format.RUN``, ``attestation`` (the latest) those of ``ATTESTATION``, and
+    ``proofs`` are the run's records in order, each with its ``proof_hash`` (all as the
+    store keeps them; other keys are left out). Signs once and checks nothing of the chain:
+    the verifier does. ``ValidationError`` when a part breaks the format."""
     signer = keyring.private_key(key)
     bundle: dict[str, Any] = {
         "format": FORMAT,
         "version": VERSION,
-        "run": {name: getattr(run, name) for name in RUN},
+        "run": {name: run[name] for name in RUN},
         "protocol": {"id": version.protocol_id, "version": version.version,
                      "markdown": version.markdown, "content_hash": "",
                      "steps": [{"uri": s.uri, "challenge": dict(s.challenge)}
                                for s in version.steps]},
         "proofs": [{name: p.get(name) for name in PROOF} for p in proofs],
-        "attestation": None if attestation is None else asdict(attestation),
+        "attestation": None if attestation is None else {
+            name: attestation[name] for name in ATTESTATION},
     }
     outside = unholdable(bundle)
     if outside is not None:
@@ -240,5 +220,4 @@ def verify_text(text: str | bytes,
     return verify_bundle(bundle, trusted)
 
 
-__all__ = ["AttestationFacts", "RunFacts", "Verdict", "build_bundle", "verify_bundle",
-           "verify_text"]
+__all__ = ["Verdict", "build_bundle", "verify_bundle", "verify_text"]

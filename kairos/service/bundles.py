@@ -5,7 +5,7 @@ far."""
 
 from __future__ import annotations
 
-from ..domain.bundle import AttestationFacts, Bundle, RunFacts, build_bundle
+from ..domain.bundle import Bundle, build_bundle
 from ..domain.caller import Caller
 from ..domain.errors import CONFLICT, ConflictError
 from ..store import reads
@@ -28,10 +28,8 @@ def export_bundle(store: Store, signing: Signing, run_id: str, caller: Caller) -
                                 "its proofs.", field="run_id")
         proofs = proof_records(repo, run["id"])
         latest = repo.all(reads.latest_attestation(run["id"]))
-    facts = RunFacts(run["id"], run["status"], run["outcome"], bool(run["proven"]),
-                     run["created_at"], run["updated_at"], run["chain_rule"])
-    attestation = AttestationFacts(**latest[0]) if latest else None
-    return build_bundle(facts, version, proofs, attestation, signing.key)
+    return build_bundle({**run, "proven": bool(run["proven"])}, version, proofs,
+                        dict(latest[0]) if latest else None, signing.key)
 
 
 __all__ = ["export_bundle"]

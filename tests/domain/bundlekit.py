@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from kairos.domain import engine, keys, markdown
-from kairos.domain.bundle import AttestationFacts, RunFacts, build_bundle
+from kairos.domain.bundle import build_bundle
 from kairos.domain.canonical import RFC8785
 from kairos.domain.proof import chain_hash
 from kairos.domain.run_data import ProtocolData, StepData
@@ -82,9 +82,10 @@ def records(rule: str = RFC8785, text: str = MARKDOWN, answered: int | None = No
     return out
 
 
-def run_facts(rule: str = RFC8785, proven: bool = True) -> RunFacts:
-    return RunFacts(RUN_ID, "finished", "success", proven, "2025-03-14T09:00:00+00:00",
-                    "2025-03-14T09:05:00+00:00", rule)
+def run_facts(rule: str = RFC8785, proven: bool = True) -> dict[str, Any]:
+    return {"id": RUN_ID, "status": "finished", "outcome": "success", "proven": proven,
+            "created_at": "2025-03-14T09:00:00+00:00",
+            "updated_at": "2025-03-14T09:05:00+00:00", "chain_rule": rule}
 
 
 def version_facts(text: str = MARKDOWN) -> ProtocolData:
@@ -92,8 +93,8 @@ def version_facts(text: str = MARKDOWN) -> ProtocolData:
                         tuple(s for s, _ in steps_of(text)))
 
 
-ATTESTATION = AttestationFacts("success", "Released 2.4.1 — all green.",
-                               "2025-03-14T09:05:00+00:00")
+ATTESTATION = {"outcome": "success", "message": "Released 2.4.1 — all green.",
+               "time": "2025-03-14T09:05:00+00:00"}
 
 
 def make(rule: str = RFC8785, key: Any = KEY) -> dict[str, Any]:
