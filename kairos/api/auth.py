@@ -14,7 +14,6 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -173,11 +172,10 @@ def session_header(headers: Mapping[str, str]) -> str | None:
 
 
 def identify(request: Any, *, mcp: bool = False) -> tuple[Caller, str | None]:
-    """(caller, search session) of a request, in its space. The caller id is the client's
-    session header, else one id per token (or ``anonymous``). On the MCP endpoint
-    (``mcp``) its transport session (``mcp-session-id``, which ``McpSessions`` lets through
-    only from the credential that opened it) comes first; elsewhere an MCP session id means
-    nothing. The search session prefers the client's header (contract §5 R10)."""
+    """(caller, search session) of a REST request, in its space. The caller id is the
+    client's session header, else one id per token (or ``anonymous``). An MCP session id
+    means nothing here: it names a session of the MCP endpoint only (``identify_mcp``).
+    The search session prefers the client's header (contract §5 R10)."""
     principal: Principal = request.scope.get(PRINCIPAL) or Principal("default")
     chl = session_header(request.headers)
     transport = valid_session_id(request.headers.get(MCP_SESSION_HEADER)) if mcp else None
@@ -185,7 +183,11 @@ def identify(request: Any, *, mcp: bool = False) -> tuple[Caller, str | None]:
     return Caller(space=principal.space, id=caller_id), chl or transport
 
 
-identify_mcp = partial(identify, mcp=True)
+def identify_mcp(request: Any) -> tuple[Caller, str | None]:
+    """``identify`` for a call on the MCP endpoint: its transport session
+    (``mcp-session-id``, which ``McpSessions`` lets through only from the credential that
+    opened it) comes before the client's session header."""
+    return identify(request, mcp=True)
 
 
 __all__ = ["OPEN_PATHS", "OPEN_PREFIXES", "PRINCIPAL", "BearerAuth", "Principal",

@@ -39,8 +39,9 @@ class Metrics:
         key = (method if method in METHODS else OTHER, route or UNMATCHED, status)
         children = self._children.get(key)
         if children is None:
-            children = self._children[key] = (self.requests.labels(key[0], key[1], str(status)),
-                                               self.latency.labels(key[0], key[1]))
+            children = (self.requests.labels(key[0], key[1], str(status)),
+                        self.latency.labels(key[0], key[1]))
+            self._children[key] = children
         children[0].inc()
         children[1].observe(seconds)
 

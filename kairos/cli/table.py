@@ -6,7 +6,8 @@ columns with a ``short`` form (a date without its time) switch to it, the column
 with "…".
 Ids are shown short (``short_id``: the first 8 characters of the uuid, which every
 command taking a URI or a run id accepts back). In a pipe every cell is written in full,
-tab-separated, without a header, so ``awk '{print $1}'`` reads a full URI.
+tab-separated, without a header, so ``awk '{print $1}'`` reads a full URI
+(``output.table`` writes a table either way).
 """
 
 from __future__ import annotations

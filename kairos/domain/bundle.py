@@ -62,7 +62,8 @@ def build_bundle(run: Mapping[str, Any], version: ProtocolData,
                  proofs: Sequence[Mapping[str, Any]], attestation: Mapping[str, Any] | None,
                  key: Ed25519PrivateKey | bytes) -> Bundle:
     """The signed bundle of a run that began on ``version``. ``run`` holds the fields of
-    ``bundle_format.RUN``, ``attestation`` (the latest) those of ``ATTESTATION``, and
+    ``bundle_format.RUN`` (its ``chain_rule``: the rule its chain was hashed with, one of
+    ``canonical.CHAIN_RULES``), ``attestation`` (the latest) those of ``ATTESTATION``, and
     ``proofs`` are the run's records in order, each with its ``proof_hash`` (all as the
     store keeps them; other keys are left out). Signs once and checks nothing of the chain:
     the verifier does. ``ValidationError`` when a part breaks the format."""

@@ -202,15 +202,16 @@ def parse(doc: str, lim: limits.Limits = limits.DEFAULT) -> list[ProtocolDraft]:
     for (start, title, steps), end in zip(groups, bounds[1:], strict=True):
         _check_heading(title, start + 1, "title", lim.title_chars)
         if len(steps) > lim.steps:
-            at = steps[lim.steps][0] + 1
+            line = steps[lim.steps][0] + 1
             raise MarkdownError(DOCUMENT_TOO_LARGE,
                                 f"Protocol '{title[:80]}' has {len(steps)} steps; the limit is "
-                                f"{lim.steps} (step {lim.steps + 1} is on line {at}).", at,
+                                f"{lim.steps} (step {lim.steps + 1} is on line {line}).", line,
                                 f"at most {lim.steps} steps per protocol")
         if not steps and not "".join(lines[start + 1 : end]).strip():
             raise MarkdownError(NO_HEADING, f"Protocol '{title}' on line {start + 1} has no "
                                 "steps: add '## Step' headings or a body.", start + 1)
-        # (label, heading line) of each step; without step headings, the title and its body
+        # (label, index of its heading line) of each step; without step headings, one step:
+        # the title and its body (the title's heading was checked above)
         sections = [(clean_label(text), at) for at, _, text in steps] or [(title, start)]
         stops = [at for _, at in sections[1:]] + [end]
         drafts: list[StepDraft] = []

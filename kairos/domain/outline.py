@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from functools import cache, partial
+from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from .errors import INVALID_INPUT, MarkdownError
@@ -119,7 +119,9 @@ def _parser() -> MarkdownIt:
     return md
 
 
-_refuse = partial(MarkdownError, INVALID_INPUT, field="challenge")
+def _refuse(message: str, line: int, expected: str, field: str = "challenge"
+            ) -> MarkdownError:
+    return MarkdownError(INVALID_INPUT, message, line, expected, field=field)
 
 
 def _hidden(line: int, where: str) -> MarkdownError:

@@ -25,7 +25,6 @@ import itertools
 import json
 import re
 from collections.abc import Sequence
-from functools import partial
 from typing import Any
 
 import yaml
@@ -44,7 +43,8 @@ def _h1(line: str) -> bool:
     return len(line) - len(stripped) <= 3 and stripped.startswith("# ")
 
 
-_refuse = partial(MarkdownError, INVALID_INPUT)
+def _refuse(message: str, line: int, expected: str) -> MarkdownError:
+    return MarkdownError(INVALID_INPUT, message, line, expected)
 
 
 def clean_triggers(value: Any, line: int = 1) -> tuple[str, ...]:

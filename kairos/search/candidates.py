@@ -60,8 +60,11 @@ class Candidates:
         """Candidates on one scale in [0, 1] (``domain.matching``), best first. ``filters``
         (column → value: category, author, section) and ``exclude`` (entity ids) only
         hide records: a record's score does not depend on them."""
-        # The query's vector, made once (beside the first full-text pass).
-        embed_once = cache(partial(self.embed_query, query))
+        @cache
+        def embed_once() -> np.ndarray | None:
+            """The query's vector, made once (beside the first full-text pass)."""
+            return self.embed_query(query)
+
         families = [f for f in (tuple(k for k in kinds if k == "protocol"),
                                 tuple(k for k in kinds if k != "protocol")) if f]
         parts = [self._family(query, embed_once, space=space, kinds=family, filters=filters,

@@ -6,9 +6,13 @@ import secrets
 from datetime import UTC, datetime
 
 
-def now(moment: datetime | None = None) -> str:
-    """``moment`` (default: now) as the store writes a time."""
-    return (moment or datetime.now(UTC)).isoformat(timespec="microseconds")
+def stamp(moment: datetime) -> str:
+    """``moment`` as the store writes a time."""
+    return moment.isoformat(timespec="microseconds")
+
+
+def now() -> str:
+    return stamp(datetime.now(UTC))
 
 
 def new_nonce() -> str:

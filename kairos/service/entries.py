@@ -179,8 +179,8 @@ class EntryService(EntrySearch):
         0.50–0.84 → listed as FYI."""
         body = values.get("playbook") or values.get("content") or ""
         return self.search.duplicates.check(kind, space, values["title"], body, exclude,
-                                           query_vector=None if vectors is None
-                                           else vectors[DUPLICATE_SEQ])
+                                            query_vector=None if vectors is None
+                                            else vectors[DUPLICATE_SEQ])
 
     # --- reads -------------------------------------------------------------------------------
 

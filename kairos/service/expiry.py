@@ -27,7 +27,7 @@ from datetime import UTC, datetime, timedelta
 from ..domain import engine
 from ..store import expiry as expiry_queries
 from ..store.db import Store
-from .clock import now
+from .clock import now, stamp
 
 SWEEP_EVERY = 60.0  # seconds between two sweeps of a serving process
 log = logging.getLogger("kairos.expiry")
@@ -46,12 +46,12 @@ class RunExpiry:
         if self.minutes <= 0:
             return 0
         moment = at or datetime.now(UTC)
-        cutoff = now(moment - timedelta(minutes=self.minutes))
+        cutoff = stamp(moment - timedelta(minutes=self.minutes))
         with self.store.write() as repo:
             if not expiry_queries.try_sweep_lock(repo):
                 return 0
             return expiry_queries.abandon(
-                repo, status=engine.ABANDONED, active=engine.ACTIVE, stamp=now(moment),
+                repo, status=engine.ABANDONED, active=engine.ACTIVE, stamp=stamp(moment),
                 message=f"Abandoned: no answer for {self.minutes} minutes.", idle_before=cutoff)
 
     def abandon(self, run_id: str, reason: str) -> bool:

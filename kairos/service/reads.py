@@ -31,6 +31,7 @@ _RUN_ID = re.compile(f"^{UUID_PATTERN}$")
 SHORT_ID = re.compile(r"^(?:kairos://mem/)?([0-9a-f][0-9a-f-]{3,35})$")
 UUID_CHARS = 36
 ID_KINDS = {"step": ("uri", "protocol step"), "run": ("run_id", "run")}
+_NO_COUNTS = {"accepted": 0, "refused": 0, "failures": 0}  # a step's statistics, not yet run
 
 
 def own_run(repo: Repo, run_id: str, caller: Caller) -> Row:
@@ -168,14 +169,17 @@ class ReadService:
             _, proto, rows = self.protocols.resolve(repo, uri, caller)
             found = repo.protocol_metrics(proto["id"], caller.space)
             per_step = repo.step_metrics_of(proto["id"], caller.space)
-        # A protocol not yet run in the space has no statistics rows: all zero.
+        # A protocol or step not yet run in the space has no statistics row: all zero.
         unrun: dict[str, Any] = {"runs": 0, "successes": 0, "failures": 0, "quality_bonus": 0.0,
                                  "last_outcome": None, "last_run_at": None, "per_model": {}}
-        zero = dict.fromkeys(("accepted", "refused", "failures"), 0)
-        m = found or unrun
-        return {**{k: m[k] for k in unrun},  # type: ignore[typeddict-item]
-                "steps": [{"uri": to_uri(r["id"]), "label": r["label"],
-                           **{k: per_step.get(r["id"], zero)[k] for k in zero}} for r in rows]}
+        stats = found or unrun
+        steps = []
+        for r in rows:
+            counts = per_step.get(r["id"], _NO_COUNTS)
+            steps.append({"uri": to_uri(r["id"]), "label": r["label"],
+                          **{name: counts[name] for name in _NO_COUNTS}})
+        return {**{name: stats[name] for name in unrun},  # type: ignore[typeddict-item]
+                "steps": steps}
 
     # --- runs ------------------------------------------------------------------------------
 

@@ -81,10 +81,9 @@ def _combine(cosines: np.ndarray, seq: int | None) -> float:
     return float(cosines[min(seq, len(cosines) - 1)])
 
 
-def _replace(conn: Connection, rid: int, vectors: np.ndarray, model_id: str,
-             roles: Sequence[str] | None) -> tuple[np.ndarray, list[dict[str, Any]]]:
-    """Delete a document's vectors; the new ones as a matrix, and as the rows to insert."""
-    conn.execute(delete(schema.search_vectors).where(schema.search_vectors.c.rid == rid))
+def _rows(rid: int, vectors: np.ndarray, model_id: str, roles: Sequence[str] | None
+          ) -> tuple[np.ndarray, list[dict[str, Any]]]:
+    """A document's vectors as a matrix, and as the rows to insert."""
     matrix = np.asarray(vectors, dtype=np.float32).reshape(len(vectors), -1)
     roles = roles if roles is not None else ["doc"] * len(matrix)
     rows = [{"rid": rid, "seq": i, "model_id": model_id, "vector": row.tobytes(), "role": role}
@@ -122,7 +121,8 @@ class MemoryVectorIndex(VectorIndex):
 
     def upsert(self, conn: Connection, rid: int, space: str, kind: str, vectors: np.ndarray,
                model_id: str, roles: Sequence[str] | None = None) -> None:
-        matrix, rows = _replace(conn, rid, vectors, model_id, roles)
+        conn.execute(delete(schema.search_vectors).where(schema.search_vectors.c.rid == rid))
+        matrix, rows = _rows(rid, vectors, model_id, roles)
         conn.execute(insert(schema.search_vectors), rows)
         self.touch(conn, lambda: self._apply(rid, space, kind, matrix, model_id))
 
@@ -272,7 +272,8 @@ class PgVectorIndex(VectorIndex):
 
     def upsert(self, conn: Connection, rid: int, space: str, kind: str, vectors: np.ndarray,
                model_id: str, roles: Sequence[str] | None = None) -> None:
-        matrix, rows = _replace(conn, rid, vectors, model_id, roles)
+        conn.execute(delete(schema.search_vectors).where(schema.search_vectors.c.rid == rid))
+        matrix, rows = _rows(rid, vectors, model_id, roles)
         conn.execute(text(
             "INSERT INTO search_vectors (rid, seq, model_id, vector, embedding, dim, role) "
             "VALUES (:rid, :seq, :model_id, :vector, CAST(:embedding AS vector), :dim, :role)"),
