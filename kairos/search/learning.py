@@ -38,6 +38,7 @@ from ..domain.uris import new_id
 from ..store import learned, search_docs
 from ..store.db import Store
 from ..store.repo import Repo
+from ..store.schema import stamp
 from .embedders import embed
 
 if TYPE_CHECKING:
@@ -51,10 +52,6 @@ MAX_WAITING = 256
 LEARN_PER_RUN = 3
 SAME = 0.97
 _log = logging.getLogger(__name__)
-
-
-def _stamp(moment: datetime | None = None) -> str:
-    return (moment or datetime.now(UTC)).isoformat(timespec="microseconds")
 
 
 class Learning:
@@ -74,7 +71,7 @@ class Learning:
             return
         vector = ranked.query_vector
         row = {"space": space, "caller": caller, "query": doctext.embedding_query(query),
-               "protocol_ids": ids, "created_at": _stamp(),
+               "protocol_ids": ids, "created_at": stamp(datetime.now(UTC)),
                "vector": None if vector is None else np.asarray(vector, np.float32).tobytes(),
                "model_id": None if vector is None else self.embedder.model_id}
         with self._lock:
@@ -85,7 +82,7 @@ class Learning:
                 self._pending.append(self._writer.submit(self._write_lead, row))
 
     def _write_lead(self, row: dict[str, Any]) -> None:
-        cutoff = _stamp(datetime.now(UTC) - timedelta(minutes=LEAD_MINUTES))
+        cutoff = stamp(datetime.now(UTC) - timedelta(minutes=LEAD_MINUTES))
         try:
             with self.store.write() as repo:
                 learned.add_lead(repo.conn, row, older_than=cutoff)
@@ -113,7 +110,7 @@ class Learning:
             return []
         started = run["created_at"]
         earlier = learned.previous_start(conn, run["space"], run["caller"], started)
-        since = _stamp(datetime.fromisoformat(started) - timedelta(minutes=LEAD_MINUTES))
+        since = stamp(datetime.fromisoformat(started) - timedelta(minutes=LEAD_MINUTES))
         since = max(since, earlier or since)
         leads = learned.leads(conn, run["space"], run["caller"], since, started)
         known = {doctext.title_form(t) for t in (protocol["title"], *(protocol["triggers"] or ()))}
@@ -137,7 +134,7 @@ class Learning:
     @staticmethod
     def _remember(repo: Repo, protocol: Any, text: str, key: str, vector: bytes | None,
                   model_id: str | None) -> None:
-        now = _stamp()
+        now = stamp(datetime.now(UTC))
         rows = learned.of_protocol(repo.conn, protocol["id"])
         same = next((r.id for r in rows if r.text_key == key), None)
         if same is None and vector is not None:

@@ -5,10 +5,7 @@ from __future__ import annotations
 import secrets
 from datetime import UTC, datetime
 
-
-def stamp(moment: datetime) -> str:
-    """``moment`` as the store writes a time."""
-    return moment.isoformat(timespec="microseconds")
+from ..store.schema import stamp
 
 
 def now() -> str:

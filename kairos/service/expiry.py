@@ -27,7 +27,8 @@ from datetime import UTC, datetime, timedelta
 from ..domain import engine
 from ..store import expiry as expiry_queries
 from ..store.db import Store
-from .clock import now, stamp
+from ..store.schema import stamp
+from .clock import now
 
 SWEEP_EVERY = 60.0  # seconds between two sweeps of a serving process
 log = logging.getLogger("kairos.expiry")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any, cast
 
 import numpy as np
@@ -94,22 +95,25 @@ class ProtocolService:
         first step, the step's own for another), as it is now or as it was at ``version``."""
         with self.store.read() as repo:
             step, proto, rows = self.resolve(repo, uri, caller)
-            if version is None:
-                draft, tags = draft_of(proto, rows), proto["tags"]
-                data = ProtocolData(proto["id"], proto["title"], proto["version"],
-                                    markdown.render(draft), step_data(rows))
+            if version is None:  # its text is rendered below, for the whole protocol only
+                data = ProtocolData(proto["id"], proto["title"], proto["version"], "",
+                                    step_data(rows))
             else:
                 data = protocol_data(version_of(repo, proto["id"], version, uri, "version"))
-                draft = markdown.parse(data.markdown)[0]
-                tags = draft.tags
             at = next((i for i, s in enumerate(data.steps) if s.id == step["id"]), None)
-            if protocol or (protocol is None and at == 0):
-                taught = [t["text"] for t in learned.listing(repo.conn, proto["id"])]
-                return protocol_dump(data, tags, draft.triggers, taught)
-        if at is None:
-            raise NotFoundError(f"Version {version} of this protocol has no step "
-                                f"{to_uri(step['id'])}.", field="version")
-        return step_dump(data, at)
+            whole = protocol or (protocol is None and at == 0)
+            taught = [t["text"] for t in learned.listing(repo.conn, proto["id"])] if whole else []
+        if not whole:
+            if at is None:
+                raise NotFoundError(f"Version {version} of this protocol has no step "
+                                    f"{to_uri(step['id'])}.", field="version")
+            return step_dump(data, at)
+        if version is None:
+            draft = draft_of(proto, rows)
+            return protocol_dump(replace(data, markdown=markdown.render(draft)), proto["tags"],
+                                 draft.triggers, taught)
+        draft = markdown.parse(data.markdown)[0]
+        return protocol_dump(data, draft.tags, draft.triggers, taught)
 
     # --- update and delete -----------------------------------------------------------------
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from sqlalchemy import (
     JSON,
     Boolean,
@@ -24,6 +26,12 @@ from sqlalchemy.sql.dml import Insert
 
 metadata = MetaData()
 TS = String(32)  # ISO-8601 UTC timestamps sort as text on every backend
+
+
+def stamp(moment: datetime) -> str:
+    """``moment`` as a ``TS`` column holds it (always with microseconds, so that times
+    compare as text)."""
+    return moment.isoformat(timespec="microseconds")
 
 protocols = Table(
     "protocols", metadata,
