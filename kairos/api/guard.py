@@ -71,7 +71,8 @@ class Gate:
        checked as it arrives (``BodyCheck``, which says what it checks), on the event
        loop, in steps of a fraction of a millisecond; only a body that may hold bad text
        is parsed (off the loop when large). What it refuses is a 422 naming the field (on
-       MCP a JSON-RPC error carrying it). The body read is handed on unchanged;
+       MCP a JSON-RPC error carrying it), sent once the rest of the body is read and
+       dropped (``_drain``). The body read is handed on unchanged;
     6. the safety net: an exception no handler mapped is logged and answered with a
        generic JSON 500 (unless the response already started), and not re-raised.
 
@@ -199,19 +200,21 @@ class Gate:
                 if check.size + len(chunk) > limit:
                     await refuse(scope, send, TooLargeError(limit), mcp_path=self.mcp_path)
                     return None
+                more = message.get("more_body", False)
                 # Each message as it comes, a piece at a time: other requests are served
                 # between pieces, whatever the body holds.
                 for start in range(0, len(chunk), PIECE):
                     if start:
                         await anyio.lowlevel.checkpoint()
                     check.feed(chunk[start:start + PIECE])
-                more = message.get("more_body", False)
             body = check.finish()
             if check.size < _INLINE_BYTES:
                 check.decode()
             elif check.must_decode:  # a large body is parsed off the event loop
                 await anyio.to_thread.run_sync(check.decode)
         except ValidationError as exc:
+            if more and not await _drain(receive, limit - check.size):
+                return None  # the client went away
             await refuse(scope, send, exc, mcp_path=self.mcp_path)
             return None
         replayed = False
@@ -224,6 +227,23 @@ class Gate:
             return await receive()
 
         return replay
+
+
+async def _drain(receive: Any, room: int) -> bool:
+    """Reads and drops the rest of a refused body, up to ``room`` more bytes, before the
+    refusal is sent; False if the client went away. Answered before its body is read, a
+    sender learns the answer while its last bytes still wait in the socket and sends the
+    next body at once: the event loop never catches up, and requests served beside it
+    wait (bench/README.md, Stalls). Read first, a refused body paces its sender as any
+    body does."""
+    while room >= 0:
+        message = await receive()
+        if message["type"] != "http.request":
+            return False
+        if not message.get("more_body", False):
+            break
+        room -= len(message.get("body", b""))
+    return True
 
 
 def _headers(scope: Any) -> dict[bytes, bytes]:

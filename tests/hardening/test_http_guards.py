@@ -119,34 +119,45 @@ async def test_a_body_too_costly_to_parse_is_refused_before_parsing(
     assert mcp.json()["error"]["data"]["expected"] == expected
 
 
-async def test_a_body_is_checked_as_it_arrives_and_refused_before_the_rest_is_read(
-        http: httpx2.AsyncClient) -> None:
+async def pieces(items: list[bytes], sent: list[int]) -> AsyncIterator[bytes]:
+    """A body sent as ``items``, each counted in ``sent`` as the server reads it."""
+    for item in items:
+        sent.append(len(item))
+        yield item
+
+
+async def test_a_body_is_checked_as_it_arrives_and_refused_once_the_rest_is_dropped(
+        http: httpx2.AsyncClient, small: httpx2.AsyncClient) -> None:
+    """The first piece that breaks a limit decides the answer (the rest is not checked:
+    here it is not even UTF-8), given once the rest of the body is read and dropped, up to
+    the body limit."""
     sent: list[int] = []
-
-    async def pieces(items: list[bytes]) -> AsyncIterator[bytes]:
-        for item in items:
-            sent.append(len(item))
-            yield item
-
     number = b"9" * (limits.NUMBER_DIGITS + 1)
-    rest = [b" " * 65_000] * 59  # 3.9 MB in all, when read to the end
+    digits = f"JSON numbers of at most {limits.NUMBER_DIGITS} digits"
+    rest = [b"\xff" * 65_000] * 59  # 3.9 MB in all
     refused = await http.post("/api/v1/protocols", headers=JSON,
-                              content=pieces([b'{"quality_bonus": ' + number, *rest]))
-    assert refused.status_code == 422
-    assert refused.json()["expected"] == f"JSON numbers of at most {limits.NUMBER_DIGITS} digits"
-    assert len(sent) <= 3  # not the 60 pieces
+                              content=pieces([b'{"quality_bonus": ' + number, *rest], sent))
+    assert refused.status_code == 422 and refused.json()["expected"] == digits
+    assert len(sent) == 60
     sent.clear()
     cut = [b'{"quality_bonus": ' + number[:60], number[60:], *rest]  # across two pieces
-    refused = await http.post("/api/v1/protocols", headers=JSON, content=pieces(cut))
-    assert refused.json()["expected"] == f"JSON numbers of at most {limits.NUMBER_DIGITS} digits"
-    assert len(sent) <= 4
+    refused = await http.post("/api/v1/protocols", headers=JSON, content=pieces(cut, sent))
+    assert refused.json()["expected"] == digits and len(sent) == 61
+    sent.clear()
+    endless = [b'{"quality_bonus": ' + number, *[b" " * 1_000] * 1_000]  # 1 MB, no length
+    refused = await small.post("/api/v1/protocols", headers=JSON,
+                               content=pieces(endless, sent))
+    assert refused.json()["expected"] == digits
+    assert len(sent) <= SMALL_BODY // 1_000 + 2  # dropped up to the limit, not 1,000 pieces
 
     e_acute = "é".encode()  # a character cut between two pieces is still UTF-8
     good = [b'{"query": "' + e_acute[:1], e_acute[1:] + b'", "limit": 3', b"}"]
-    answer = await http.post("/api/v1/protocols/search", headers=JSON, content=pieces(good))
+    answer = await http.post("/api/v1/protocols/search", headers=JSON,
+                             content=pieces(good, []))
     assert answer.status_code == 200
     bad = [good[0], e_acute[1:] + b'", "limit": 3, "x": "\xff"', b"}"]
-    answer = await http.post("/api/v1/protocols/search", headers=JSON, content=pieces(bad))
+    answer = await http.post("/api/v1/protocols/search", headers=JSON,
+                             content=pieces(bad, []))
     offset = b"".join(bad).index(b"\xff")
     assert answer.status_code == 422
     assert answer.json()["message"] == f"Invalid body: not UTF-8 (byte {offset})."

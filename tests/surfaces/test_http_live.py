@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import socket
 import sys
 from collections.abc import AsyncIterator
@@ -105,6 +106,43 @@ async def test_two_http_sessions_run_the_same_protocol_without_interfering(
     for run_id in runs:
         report = kairos.verify_run(run_id, Caller("A"))
         assert report["valid"] and report["proofs"] == 3
+
+
+async def _response(stream: Any) -> tuple[int, bytes]:
+    """One HTTP/1.1 response read from ``stream`` (with a Content-Length): status, body."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        data += await stream.receive()
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = int(head.lower().split(b"content-length:")[1].split(b"\r\n")[0])
+    while len(body) < length:
+        body += await stream.receive()
+    return int(head.split()[1]), body
+
+
+async def test_a_body_refused_as_it_arrives_is_answered_once_it_is_all_read(
+        url: str) -> None:
+    """Over a real socket: a body that breaks a limit in its first 200 KB gets no answer
+    while the rest is still to come (its sender is paced as with any body), then the 422;
+    the connection then serves the next request."""
+    values = b"[" + b"1," * 150_000 + b"1]"  # past 100,000 values at 200 KB
+    head = ("POST /api/v1/protocols HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            "Authorization: Bearer alpha-secret\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(values)}\r\n\r\n").encode()
+    host, port = url.removeprefix("http://").split(":")
+    with anyio.fail_after(30):
+        async with await anyio.connect_tcp(host, int(port)) as stream:
+            await stream.send(head + values[:250_000])
+            with anyio.move_on_after(0.5):
+                early = await stream.receive()
+                pytest.fail(f"answered before the body was all sent: {early[:60]!r}")
+            await stream.send(values[250_000:])
+            status, body = await _response(stream)
+            assert status == 422
+            assert json.loads(body)["expected"] == "at most 100000 JSON values"
+            await stream.send(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            status, body = await _response(stream)
+            assert status == 200 and json.loads(body)["status"] == "healthy"
 
 
 def proxy_params(home: Path, url: str, token: str) -> StdioServerParameters:
