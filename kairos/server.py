@@ -116,11 +116,11 @@ def serve_http(settings: Settings, *, stateless: bool, log_level: str,
         banner = serve_banner(bind, port)
         run = partial(_serve, service, tokens, bind, port, stateless=stateless,
                       log_level=log_level)
-        if workers == 1:
-            run(socks[0], partial(say, banner))
-        else:
-            from .workers import supervise
+        from .workers import serve_alone, supervise
 
+        if workers == 1:
+            serve_alone(socks[0], run, partial(say, banner))
+        else:
             supervise(socks, run, say=say, banner=f"{banner} ({workers} worker processes)")
     finally:
         for sock in set(socks):

@@ -105,6 +105,29 @@ def _start(sock: socket.socket, run: Callable[[socket.socket, Callable[[], None]
         os._exit(code)
 
 
+def serve_alone(sock: socket.socket,
+                run: Callable[[socket.socket, Callable[[], None]], None],
+                ready: Callable[[], None]) -> None:
+    """One server process without a supervisor, stopped by SIGTERM as a worker is: before
+    it serves, the signal unwinds it (its service closed); once uvicorn serves, the signal
+    uvicorn raises again after its graceful shutdown is ignored, so that ``run`` returns and
+    closes the service (the default action would end the process first, leaving the store
+    unclosed and the parser's worker process behind). SIGINT keeps KeyboardInterrupt."""
+    global _serving
+    previous = signal.signal(signal.SIGTERM, _worker_signal)
+
+    def serving() -> None:
+        global _serving
+        _serving = True
+        ready()
+
+    try:
+        run(sock, serving)
+    finally:
+        _serving = False
+        signal.signal(signal.SIGTERM, previous)
+
+
 def supervise(socks: list[socket.socket],
               run: Callable[[socket.socket, Callable[[], None]], None], *,
               say: Callable[[str], None], banner: str) -> None:

@@ -12,6 +12,8 @@ anything is sent; the worker parses under the caller's limits.
 from __future__ import annotations
 
 import multiprocessing
+import multiprocessing.connection
+import os
 import threading
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
@@ -66,7 +68,8 @@ class Parser:
         with self._lock:
             if self._pool is None:
                 self._pool = ProcessPoolExecutor(
-                    max_workers=1, mp_context=multiprocessing.get_context("spawn"))
+                    max_workers=1, mp_context=multiprocessing.get_context("spawn"),
+                    initializer=_leave_with_parent)
             return self._pool
 
     def close(self) -> None:
@@ -74,3 +77,17 @@ class Parser:
             pool, self._pool = self._pool, None
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _leave_with_parent() -> None:
+    """In the worker process: exit as soon as the server process is gone, however it
+    ended (a server killed with SIGKILL closes nothing, and the worker, waiting on a
+    queue it holds both ends of, would wait forever)."""
+    parent = multiprocessing.parent_process()
+    if parent is not None:
+        threading.Thread(target=_exit_after, args=(parent.sentinel,), daemon=True).start()
+
+
+def _exit_after(sentinel: int) -> None:
+    multiprocessing.connection.wait([sentinel])
+    os._exit(0)
