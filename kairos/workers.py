@@ -9,6 +9,7 @@ already decided by the database, as it is between replicas.
 A worker that exits while the others serve is reported and replaced; one that fails
 before it is ready stops them all (a bad configuration would otherwise loop). SIGINT or
 SIGTERM stops every worker gracefully, within ``STOP_SECONDS``; a second signal kills them.
+A server of one process (``serve_alone``) is stopped by SIGTERM the way a worker is.
 """
 
 from __future__ import annotations
