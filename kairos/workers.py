@@ -51,6 +51,11 @@ def _worker_signal(signum: int, frame: FrameType | None) -> None:
         raise SystemExit(0)
 
 
+def _now_serving() -> None:
+    global _serving
+    _serving = True
+
+
 @dataclass
 class _Worker:
     pid: int
@@ -88,8 +93,7 @@ def _start(sock: socket.socket, run: Callable[[socket.socket, Callable[[], None]
                 os.close(other)
 
         def ready() -> None:
-            global _serving
-            _serving = True
+            _now_serving()
             os.write(write_fd, b"1")
 
         run(sock, ready)
@@ -118,8 +122,7 @@ def serve_alone(sock: socket.socket,
     previous = signal.signal(signal.SIGTERM, _worker_signal)
 
     def serving() -> None:
-        global _serving
-        _serving = True
+        _now_serving()
         ready()
 
     try:
