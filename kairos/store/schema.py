@@ -93,6 +93,7 @@ runs = Table(
     Column("created_at", TS, nullable=False),
     Column("updated_at", TS, nullable=False),
     Index("ix_runs_caller", "caller", "protocol_id", "status"),
+    Index("ix_runs_caller_created", "space", "caller", "created_at"),  # learned.previous_start
     Index("ix_runs_space_updated", "space", "updated_at"),
     Index("ix_runs_status_updated", "status", "updated_at"),
 )
