@@ -2,7 +2,8 @@
 
 A proven run learns from the searches its caller made since their run before it
 (``learned.previous_start``). Without this index that query read every run the caller
-ever made, inside the attest's write: 5 ms an attest at 20,000 runs of one caller.
+ever made, inside the attest's write: at 20,000 runs of one caller an attest took 8.5 ms
+instead of 2.3 on SQLite (``bench/attest_history.py``).
 
 Revision ID: 0014
 Revises: 0013
