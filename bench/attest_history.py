@@ -23,10 +23,11 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
 HERE = Path(__file__).resolve().parent
-sys.path[:0] = [str(HERE.parent)]
+sys.path[:0] = [str(HERE), str(HERE.parent)]
+
+from next_http import shell_ok  # noqa: E402
 
 from kairos.config import load_settings  # noqa: E402
 from kairos.domain.caller import Caller  # noqa: E402
@@ -51,20 +52,13 @@ CREATE = f"CREATE INDEX {INDEX} ON runs (space, caller, created_at)"
 CALLER = Caller(id="nightly-agent")
 
 
-def proof(challenge: dict[str, Any]) -> dict[str, Any]:
-    return {"type": "shell", "nonce": challenge["nonce"],
-            "proof_hash": challenge["proof_hash"],
-            "shell": {"exit_code": 0, "stdout": "backup ok\n", "stderr": "",
-                      "duration_seconds": 0.2}}
-
-
 def run(k: Kairos, uri: str, *, search: bool) -> float:
     """One run of the protocol; the seconds its attest took."""
     if search:
         k.search(parse(Search, {"query": "check last night's database backup"}), CALLER)
     begun = k.begin(parse(Begin, {"uri": uri}), CALLER)
     request = parse(Attest, {"uri": uri, "outcome": "success", "message": "checked",
-                             "solution": proof(begun["challenge"])})
+                             "solution": shell_ok(begun["challenge"])})
     started = time.perf_counter()
     k.attest(request, CALLER)
     return time.perf_counter() - started
