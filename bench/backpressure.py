@@ -3,6 +3,7 @@ are, and when (and how) the server sheds — on SQLite and on PostgreSQL.
 
     python bench/backpressure.py [--seconds 20] [--warmup 2] [--levels 16,20,64,256]
                                  [--settle 20] [--rounds 4] [--client-processes 2]
+                                 [--workers 1]
                                  [--protocols 300]
                                  [--backends sqlite,pg] [--mint-every 8] [--json FILE]
                                  [--log FILE] [--env KEY=VALUE ...]
@@ -202,16 +203,16 @@ def level(pool: Any, processes: int, port: int, clients: int, seconds: float,
           server: psutil.Process) -> dict[str, Any]:
     shares = [(port, range(p, clients, processes), seconds, warmup, queries, fresh,
                mint_every) for p in range(min(processes, clients))]
-    cpu0, switches0 = server.cpu_times(), server.num_ctx_switches()
+    cpu0, switches0 = _usage(server)
     parts = pool.map(_client, shares)
-    cpu1, switches1 = server.cpu_times(), server.num_ctx_switches()
+    cpu1, switches1 = _usage(server)
     elapsed = statistics.mean(part["elapsed"] for part in parts)
     ok = sum(part["ok"] for part in parts)
     ok_steady = sum(part["ok_steady"] for part in parts)
     codes: Counter[str] = Counter()
     for part in parts:
         codes.update(part["codes"])
-    server_cpu = (cpu1.user - cpu0.user) + (cpu1.system - cpu0.system)
+    server_cpu = cpu1 - cpu0
     return {"clients": clients, "successes_per_s": round(ok_steady / (elapsed - warmup), 1),
             "admitted": stats([t for part in parts for t in part["admitted_steady"]]),
             "whole_window": {"successes_per_s": round(ok / elapsed, 1),
@@ -221,18 +222,31 @@ def level(pool: Any, processes: int, port: int, clients: int, seconds: float,
             "server_cpu_share": round(server_cpu / elapsed, 2),
             "server_cpu_ms_per_success": round(1000 * server_cpu / max(ok, 1), 2),
             "server_switches_per_success": {
-                kind: round((getattr(switches1, kind) - getattr(switches0, kind)) / max(ok, 1),
-                            1) for kind in ("voluntary", "involuntary")},
+                kind: round((switches1[kind] - switches0[kind]) / max(ok, 1), 1)
+                for kind in ("voluntary", "involuntary")},
             "client_cpu_share": round(sum(part["cpu"] for part in parts) / elapsed, 2)}
 
 
 def listening(port: int) -> psutil.Process:
-    """The process that listens on ``port``."""
+    """The server that listens on ``port``: with several workers, their supervisor."""
     for conn in psutil.net_connections("tcp"):
         if conn.laddr and conn.laddr.port == port and conn.status == psutil.CONN_LISTEN \
                 and conn.pid:
-            return psutil.Process(conn.pid)
+            found = psutil.Process(conn.pid)
+            parent = found.parent()
+            return parent if parent and str(port) in parent.cmdline() else found
     raise RuntimeError(f"no process listens on port {port}")
+
+
+def _usage(server: psutil.Process) -> tuple[float, dict[str, int]]:
+    """CPU seconds and context switches of ``server`` and its workers so far."""
+    cpu, switches = 0.0, {"voluntary": 0, "involuntary": 0}
+    for proc in (server, *server.children(recursive=True)):
+        times, counts = proc.cpu_times(), proc.num_ctx_switches()
+        cpu += times.user + times.system
+        switches["voluntary"] += counts.voluntary
+        switches["involuntary"] += counts.involuntary
+    return cpu, switches
 
 
 def combined(rounds: list[list[dict[str, Any]]], first: int) -> list[dict[str, Any]]:
@@ -299,6 +313,8 @@ def main() -> None:
                    help="seconds the largest level runs first, unmeasured [20]")
     p.add_argument("--rounds", type=int, default=4,
                    help="times every level runs, every other round in reverse order [4]")
+    p.add_argument("--workers", type=int, default=1,
+                   help="server processes (kairos serve --workers) [1]")
     p.add_argument("--client-processes", type=int, default=2,
                    help="processes the clients are spread over [2]")
     p.add_argument("--protocols", type=int, default=300, help="protocols minted first [300]")
@@ -320,13 +336,15 @@ def main() -> None:
                               "protocols": len(corpus), "mint_every": a.mint_every,
                               "rounds": a.rounds, "settle": a.settle,
                               "client_processes": a.client_processes,
+                              "workers": a.workers,
                               "server_env": extra, "backends": {}}
     root = Path(tempfile.mkdtemp(prefix="kairos-bp-"))
     try:
         for backend in a.backends.split(","):
             with postgres() if backend == "pg" else nullcontext() as url:
                 database = fresh_database(url, "backpressure") if url else None
-                argv, port, env = kairos_cmd(root / backend, 1, 16, database)  # 16: default
+                argv, port, env = kairos_cmd(root / backend, a.workers, 16,  # 16: default
+                                             database)
                 with started([(argv, port, {**env, **extra})],
                              root / "servers.log") as (port,), \
                         multiprocessing.get_context("fork").Pool(a.client_processes) as pool:

@@ -53,8 +53,8 @@ def open_service(settings: Settings, *, embedder: Embedder | None = None,
     if embedder is None:
         embedder = make_embedder(settings.embedder, base_url=settings.openai_base_url,
                                  model=settings.openai_model, api_key=settings.openai_api_key)
-    return Kairos(settings, Store(settings.url), embedder, background=background,
-                  signing=signing)
+    return Kairos(settings, Store(settings.url, workers=settings.workers), embedder,
+                  background=background, signing=signing)
 
 
 def settle() -> None:

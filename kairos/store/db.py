@@ -7,7 +7,7 @@ import shutil
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +26,7 @@ from ..domain.errors import (
 )
 from .faults import Clash, Refused, Standing, fault_of
 from .repo import Repo
-from .serial import SpaceLocks
+from .serial import SpaceLocks, WriterLock
 from .text_index import SQLITE_MATCHES, PgFts, SqliteFts, TextIndex
 from .vector_index import MemoryVectorIndex, PgVectorIndex, VectorIndex
 
@@ -134,9 +134,10 @@ class Store:
     """One database. ``read()`` and ``write()`` each give a Repo inside one transaction:
     a write either commits whole or leaves nothing behind. A storage fault (full,
     read-only, unreachable) comes out of them as a ``StorageError`` naming it, and is
-    remembered for ``health`` until a write succeeds."""
+    remembered for ``health`` until a write succeeds. ``workers``: the server processes
+    that share the database (``WriterLock``)."""
 
-    def __init__(self, url: str, *, migrate_schema: bool = True) -> None:
+    def __init__(self, url: str, *, migrate_schema: bool = True, workers: int = 1) -> None:
         self.engine = make_engine(url)
         self.dialect = self.engine.dialect.name
         self.text_index, self.vector_index, self.shared_sessions = make_indexes(self.dialect)
@@ -145,11 +146,8 @@ class Store:
         self.where = (str(self.path) if self.dialect == "sqlite"
                       else make_url(url).render_as_string(hide_password=True))
         self.standing = Standing()
-        # SQLite has one writer at a time. Queueing this process's writers on a lock wakes
-        # the next one the moment the last commits; SQLite's busy handler would sleep them
-        # in growing steps (up to 100 ms) instead. Other processes still meet busy_timeout.
-        self._writer: AbstractContextManager[Any] = (
-            threading.Lock() if self.dialect == "sqlite" else nullcontext())
+        self._writer = WriterLock(self.path, shared=workers > 1) if self.dialect == "sqlite" \
+            else None
         self._spaces = SpaceLocks(self.engine, self.path)
         if migrate_schema:
             with self.faults():
@@ -177,7 +175,7 @@ class Store:
 
     @contextmanager
     def write(self) -> Iterator[Repo]:
-        with self.faults(), self._writer, \
+        with self.faults(), self._writer.hold() if self._writer else nullcontext(), \
                 self.engine.connect().execution_options(kairos_write=True) as conn:
             try:
                 with conn.begin():
@@ -239,4 +237,6 @@ class Store:
 
     def close(self) -> None:
         self._spaces.close()
+        if self._writer is not None:
+            self._writer.close()
         self.engine.dispose()

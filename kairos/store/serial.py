@@ -37,6 +37,48 @@ def space_key(space: str) -> int:
     return int.from_bytes(digest[:8], "big", signed=True)
 
 
+def lock_file(sqlite_file: Path | None) -> Path | None:
+    """The file beside an SQLite database that its writers lock (None: no such locks)."""
+    return Path(f"{sqlite_file}.locks") if sqlite_file is not None and fcntl else None
+
+
+class WriterLock:
+    """SQLite's one writer at a time. This process's writers queue on a lock, so the next
+    wakes the moment the last commits; SQLite's busy handler would sleep it in growing
+    steps (up to 100 ms) instead. When several server processes share the file
+    (``shared``), their writers queue the same way on a lock of the whole lock file
+    (``flock``, which leaves the byte-range locks of ``SpaceLocks`` alone). Other
+    processes, such as a ``kairos`` command, still meet SQLite's ``busy_timeout``."""
+
+    def __init__(self, sqlite_file: Path | None, *, shared: bool) -> None:
+        self._lock = threading.Lock()
+        self._path = lock_file(sqlite_file) if shared else None
+        self._fd: Any = None
+
+    @contextmanager
+    def hold(self) -> Iterator[None]:
+        with self._lock:
+            if self._fd is None and self._path is not None:
+                try:
+                    self._fd = self._path.open("a+b")
+                except OSError:  # a read-only home: there are no writes to queue
+                    self._path = None
+            if self._fd is None:
+                yield
+                return
+            fcntl.flock(self._fd, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(self._fd, fcntl.LOCK_UN)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._fd is not None:
+                self._fd.close()
+                self._fd = None
+
+
 class SpaceLocks:
     def __init__(self, engine: Engine, sqlite_file: Path | None) -> None:
         self.engine = engine
@@ -45,8 +87,7 @@ class SpaceLocks:
         self._locks: dict[str, list[Any]] = {}  # space → [lock, holders and waiters]
         size = getattr(engine.pool, "size", lambda: 8)()
         self._holders = threading.BoundedSemaphore(max(1, size // 2))
-        self._path = (Path(f"{sqlite_file}.locks") if sqlite_file is not None
-                      and fcntl is not None else None)
+        self._path = lock_file(sqlite_file)
         # One descriptor for the store's life: closing any descriptor of a file drops
         # every byte-range lock the process holds on it.
         self._fd: Any = None
@@ -104,4 +145,4 @@ class SpaceLocks:
                 self._fd = None
 
 
-__all__ = ["SpaceLocks", "space_key"]
+__all__ = ["SpaceLocks", "WriterLock", "lock_file", "space_key"]
