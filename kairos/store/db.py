@@ -177,13 +177,15 @@ class Store:
     def write(self) -> Iterator[Repo]:
         with self.faults(), self._writer.hold() if self._writer else nullcontext(), \
                 self.engine.connect().execution_options(kairos_write=True) as conn:
+            transaction = conn.begin()
             try:
-                with conn.begin():
-                    yield Repo(conn)
+                yield Repo(conn)
             except BaseException:
                 self.vector_index.rollback(conn)
+                transaction.rollback()
                 raise
-            self.vector_index.commit(conn)
+            with self.vector_index.committing(conn):
+                transaction.commit()
         self.standing.cleared()
 
     @contextmanager

@@ -10,7 +10,8 @@ vectors, and the candidates' cosines are computed in the database."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -49,8 +50,10 @@ class VectorIndex:
     def prepare(self, conn: Connection, dim: int) -> None:
         return None
 
-    def commit(self, conn: Connection) -> None:
-        return None
+    @contextmanager
+    def committing(self, conn: Connection) -> Iterator[None]:
+        """Around the COMMIT of a write's transaction."""
+        yield
 
     def rollback(self, conn: Connection) -> None:
         return None
@@ -112,6 +115,7 @@ class MemoryVectorIndex(VectorIndex):
         threadpool_limits(limits=1, user_api="blas")
         self._lock = threading.Lock()
         self._version: int | None = None
+        self.loads = 0  # how many times every vector was read
         self._model_id: str | None = None
         self._rows: dict[tuple[str, str], dict[int, np.ndarray]] = {}
         self._stacked: dict[tuple[str, str],
@@ -132,15 +136,25 @@ class MemoryVectorIndex(VectorIndex):
         version = _bump(conn)
         conn.info.setdefault("kairos_vector_pending", []).append((version, apply))
 
-    def commit(self, conn: Connection) -> None:
-        """Apply this transaction's writes to the cache, after it committed."""
-        for version, apply in conn.info.pop("kairos_vector_pending", []):
-            with self._lock:
-                if self._version is not None and self._version == version - 1:
+    @contextmanager
+    def committing(self, conn: Connection) -> Iterator[None]:
+        """Apply this transaction's writes to the cache once it has committed, holding the
+        cache meanwhile: a search that reads the new version waits the moment until the
+        cache has it too, rather than reloading every vector."""
+        pending = conn.info.pop("kairos_vector_pending", [])
+        if not pending:
+            yield
+            return
+        with self._lock:
+            yield  # the COMMIT: when it fails, nothing is applied
+            for version, apply in pending:
+                if self._version is None or self._version >= version:
+                    continue  # not loaded, or loaded since, with this write
+                if self._version == version - 1:
                     apply()
                     self._version = version
                 else:
-                    self._version = None  # someone else wrote in between: reload on demand
+                    self._version = None  # another process wrote in between: reload
 
     def rollback(self, conn: Connection) -> None:
         conn.info.pop("kairos_vector_pending", None)
@@ -165,8 +179,13 @@ class MemoryVectorIndex(VectorIndex):
         """Read every vector of ``model_id`` straight into one preallocated matrix per
         (space, kind), so that loading never holds the vectors twice."""
         version = _version(conn)
-        if self._version == version and self._model_id == model_id:
+        if self._model_id == model_id and self._version is not None \
+                and version <= self._version:
+            # A search whose snapshot began before the cache's last write keeps the cache:
+            # a version holds every write before it, and what the snapshot cannot see yet
+            # (a newer document) is dropped when the hits are read in the snapshot.
             return
+        self.loads += 1
         d, v = schema.search_docs.c, schema.search_vectors.c
         joined = schema.search_docs.join(schema.search_vectors, v.rid == d.rid)
         counts = conn.execute(select(d.space, d.kind, func.count(), func.max(func.length(

@@ -103,6 +103,35 @@ def test_the_in_process_vector_cache_holds_each_vector_once(home: Path) -> None:
     assert one_copy() == 5
 
 
+def test_the_vector_cache_follows_its_own_writes_without_reading_every_vector(
+        home: Path) -> None:
+    """Its own writes are applied to the cache as they commit; a search whose snapshot
+    began before a write keeps the newer cache; another process's write is read again."""
+    kairos = make_kairos(home)
+    index = kairos.store.vector_index
+    if not isinstance(index, MemoryVectorIndex):
+        pytest.skip("PostgreSQL keeps the vectors in pgvector, not in process")
+    kairos.mint(DOC)
+    kairos.search("renew tls certificates")
+    loads = index.loads
+    query = kairos.embedder.embed(["renew the lease"])[0]
+    with kairos.store.read() as older:  # a snapshot from before the next write
+        older_version = int(older.conn.exec_driver_sql(
+            "SELECT value FROM index_meta WHERE key = 'version'").scalar_one())
+        uri = kairos.mint("# Renew a lease\n\n## Renew\n\nRenew the lease.\n")[
+            "items"][0]["uri"]
+        rids, _ = index.search(older.conn, query, space="default", kinds=("protocol",),
+                               model_id=kairos.embedder.model_id, limit=5)
+        assert len(rids) == 2  # the cache, with the document this snapshot cannot see yet
+        assert int(older.conn.exec_driver_sql(
+            "SELECT value FROM index_meta WHERE key = 'version'").scalar_one()) == older_version
+    assert kairos.search("renew the lease")["choices"][0]["uri"] == uri
+    assert index.loads == loads
+    make_kairos(home).mint("# Drain a node\n\n## Drain\n\nCordon and drain the node.\n")
+    assert kairos.search("cordon and drain the node")["choices"][0]["role"] == "match"
+    assert index.loads == loads + 1
+
+
 def test_text_search_keeps_to_its_space_and_kinds(home: Path) -> None:
     """Text alone (no vectors): the full-text index itself keeps a search to its space and
     to the kinds asked for."""
