@@ -57,9 +57,9 @@ def main() -> None:
     queries = [q for q in (task_query(pg) for pg in pages[:300]) if q]
     root = Path(tempfile.mkdtemp(prefix="kairos-rev-"))
     base = root / "base"
-    subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "-q", str(base),
-                    a.base], check=True)
     try:
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "-q",
+                        str(base), a.base], check=True)
         commit = subprocess.run(["git", "-C", str(base), "rev-parse", "--short", "HEAD"],
                                 check=True, capture_output=True, text=True).stdout.strip()
         b_argv, b_port, b_env = kairos_cmd(root / "b", a.workers, 16)

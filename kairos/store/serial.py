@@ -42,6 +42,29 @@ def lock_file(sqlite_file: Path | None) -> Path | None:
     return Path(f"{sqlite_file}.locks") if sqlite_file is not None and fcntl else None
 
 
+class _LockFile:
+    """One descriptor of a lock file for a store's life, opened on first use. Its holder
+    guards it with a lock of its own."""
+
+    def __init__(self, path: Path | None) -> None:
+        self._path = path
+        self._fd: Any = None
+
+    def open(self) -> Any:
+        """The descriptor; None when there is no such file to lock."""
+        if self._fd is None and self._path is not None:
+            try:
+                self._fd = self._path.open("a+b")
+            except OSError:  # a read-only home: there are no writes to queue
+                self._path = None
+        return self._fd
+
+    def close(self) -> None:
+        if self._fd is not None:
+            self._fd.close()
+            self._fd = None
+
+
 class WriterLock:
     """SQLite's one writer at a time. This process's writers queue on a lock, so the next
     wakes the moment the last commits; SQLite's busy handler would sleep it in growing
@@ -52,31 +75,24 @@ class WriterLock:
 
     def __init__(self, sqlite_file: Path | None, *, shared: bool) -> None:
         self._lock = threading.Lock()
-        self._path = lock_file(sqlite_file) if shared else None
-        self._fd: Any = None
+        self._file = _LockFile(lock_file(sqlite_file) if shared else None)
 
     @contextmanager
     def hold(self) -> Iterator[None]:
         with self._lock:
-            if self._fd is None and self._path is not None:
-                try:
-                    self._fd = self._path.open("a+b")
-                except OSError:  # a read-only home: there are no writes to queue
-                    self._path = None
-            if self._fd is None:
+            fd = self._file.open()
+            if fd is None:
                 yield
                 return
-            fcntl.flock(self._fd, fcntl.LOCK_EX)
+            fcntl.flock(fd, fcntl.LOCK_EX)
             try:
                 yield
             finally:
-                fcntl.flock(self._fd, fcntl.LOCK_UN)
+                fcntl.flock(fd, fcntl.LOCK_UN)
 
     def close(self) -> None:
         with self._lock:
-            if self._fd is not None:
-                self._fd.close()
-                self._fd = None
+            self._file.close()
 
 
 class SpaceLocks:
@@ -87,10 +103,9 @@ class SpaceLocks:
         self._locks: dict[str, list[Any]] = {}  # space → [lock, holders and waiters]
         size = getattr(engine.pool, "size", lambda: 8)()
         self._holders = threading.BoundedSemaphore(max(1, size // 2))
-        self._path = lock_file(sqlite_file)
         # One descriptor for the store's life: closing any descriptor of a file drops
         # every byte-range lock the process holds on it.
-        self._fd: Any = None
+        self._file = _LockFile(lock_file(sqlite_file))
 
     @contextmanager
     def hold(self, space: str) -> Iterator[None]:
@@ -123,26 +138,20 @@ class SpaceLocks:
     @contextmanager
     def _across_processes(self, space: str) -> Iterator[None]:
         with self._guard:
-            if self._fd is None and self._path is not None:
-                try:
-                    self._fd = self._path.open("a+b")
-                except OSError:  # a read-only home: there are no writes to serialise
-                    self._path = None
-        if self._fd is None:
+            fd = self._file.open()
+        if fd is None:
             yield
             return
         offset = space_key(space) % _RANGE
-        fcntl.lockf(self._fd, fcntl.LOCK_EX, 1, offset)
+        fcntl.lockf(fd, fcntl.LOCK_EX, 1, offset)
         try:
             yield
         finally:
-            fcntl.lockf(self._fd, fcntl.LOCK_UN, 1, offset)
+            fcntl.lockf(fd, fcntl.LOCK_UN, 1, offset)
 
     def close(self) -> None:
         with self._guard:
-            if self._fd is not None:
-                self._fd.close()
-                self._fd = None
+            self._file.close()
 
 
 __all__ = ["SpaceLocks", "WriterLock", "lock_file", "space_key"]
