@@ -290,6 +290,27 @@ def combined(rounds: list[list[dict[str, Any]]], first: int) -> list[dict[str, A
     return out
 
 
+def inputs(protocols: int) -> tuple[list[str], list[str], list[str]]:
+    """The tldr protocols minted first, the pages a client mints later, the queries."""
+    pages = [pg for pg in load_pages(platform="common") if pg.examples]
+    return ([protocol_markdown(pg) for pg in pages[:protocols]],
+            [protocol_markdown(pg) for pg in pages[protocols:protocols + 500]],
+            [q for q in (task_query(pg) for pg in pages[:protocols]) if q])
+
+
+def prepare(pool: Any, processes: int, port: int, clients: int, settle: float,
+            corpus: list[str], fresh: list[str], queries: list[str],
+            mint_every: int) -> psutil.Process:
+    """The corpus and each of ``clients`` clients' own protocol minted, then the store
+    settled (``clients`` clients for ``settle`` seconds, unmeasured); the server."""
+    mint(port, corpus)
+    mint(port, [own(i, fresh[i % len(fresh)]) for i in range(clients)])
+    server = listening(port)
+    if settle > 0:
+        level(pool, processes, port, clients, settle, 0, queries, fresh, mint_every, server)
+    return server
+
+
 def mint(port: int, docs: list[str]) -> None:
     async def go() -> None:
         conn = Conn("127.0.0.1", port)
@@ -327,10 +348,7 @@ def main() -> None:
     p.add_argument("--log", type=Path, help="keep the servers' log in this file")
     a = p.parse_args()
     levels = [int(x) for x in a.levels.split(",")]
-    pages = [pg for pg in load_pages(platform="common") if pg.examples]
-    corpus = [protocol_markdown(pg) for pg in pages[:a.protocols]]
-    fresh = [protocol_markdown(pg) for pg in pages[a.protocols:a.protocols + 500]]
-    queries = [q for q in (task_query(pg) for pg in pages[:a.protocols]) if q]
+    corpus, fresh, queries = inputs(a.protocols)
     extra = dict(item.split("=", 1) for item in a.env)
     result: dict[str, Any] = {"machine": machine(), "seconds": a.seconds,
                               "protocols": len(corpus), "mint_every": a.mint_every,
@@ -348,12 +366,8 @@ def main() -> None:
                 with started([(argv, port, {**env, **extra})],
                              root / "servers.log") as (port,), \
                         multiprocessing.get_context("fork").Pool(a.client_processes) as pool:
-                    mint(port, corpus)
-                    mint(port, [own(i, fresh[i % len(fresh)]) for i in range(max(levels))])
-                    server = listening(port)
-                    if a.settle > 0:  # the store settles, unmeasured
-                        level(pool, a.client_processes, port, max(levels), a.settle, 0,
-                              queries, fresh, a.mint_every, server)
+                    server = prepare(pool, a.client_processes, port, max(levels), a.settle,
+                                     corpus, fresh, queries, a.mint_every)
                     rounds = []
                     for i in range(a.rounds):
                         order = levels if i % 2 == 0 else levels[::-1]

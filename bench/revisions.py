@@ -30,10 +30,9 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]
 
-from backpressure import RESULTS, level, listening, mint, own  # noqa: E402
+from backpressure import RESULTS, inputs, level, prepare  # noqa: E402
 from harness import machine  # noqa: E402
 from next_http import kairos_cmd, started  # noqa: E402
-from workload import load_pages, protocol_markdown, task_query  # noqa: E402
 
 ROOT = HERE.parent
 
@@ -51,10 +50,7 @@ def main() -> None:
     p.add_argument("--json", type=Path, default=RESULTS / "revisions.json")
     a = p.parse_args()
     levels = [int(x) for x in a.levels.split(",")]
-    pages = [pg for pg in load_pages(platform="common") if pg.examples]
-    corpus = [protocol_markdown(pg) for pg in pages[:300]]
-    fresh = [protocol_markdown(pg) for pg in pages[300:800]]
-    queries = [q for q in (task_query(pg) for pg in pages[:300]) if q]
+    corpus, fresh, queries = inputs(300)
     root = Path(tempfile.mkdtemp(prefix="kairos-rev-"))
     base = root / "base"
     try:
@@ -71,12 +67,8 @@ def main() -> None:
                 multiprocessing.get_context("fork").Pool(2) as pool:
             servers = {}
             for name, port in zip((commit, "working tree"), ports, strict=True):
-                mint(port, corpus)
-                mint(port, [own(i, fresh[i % len(fresh)]) for i in range(max(levels))])
-                servers[name] = (port, listening(port))
-                if a.settle > 0:
-                    level(pool, 2, port, max(levels), a.settle, 0, queries, fresh, 8,
-                          servers[name][1])
+                servers[name] = (port, prepare(pool, 2, port, max(levels), a.settle, corpus,
+                                               fresh, queries, 8))
             rows: list[dict[str, Any]] = []
             for r in range(a.rounds):
                 names = list(servers) if r % 2 == 0 else list(servers)[::-1]
